@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make book` and `make test`.
+# Both create .venv/ and install the pinned requirements on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+
+.PHONY: book test browser-deps release solutions lab-sync benchmark clean
+
+book: $(STAMP)                       ## build the executed book into _build/html
+	$(PY) -m attention_course.build
+
+test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	rm -f $(VENV)/.installed-*; touch $@
+
+# Headless Chromium for the browser tests (Debian package; never a downloaded browser build).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
+	  else echo "chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core' (browser tests skip without it)"; fi; }
+
+# Instructor commands (see README): regenerate the student release and the solutions of a lab.
+LAB ?= lab8
+release: $(STAMP)
+	$(VENV)/bin/jupytext --sync source/$(LAB)/$(LAB).md
+	$(VENV)/bin/nbgrader generate_assignment $(LAB) --force
+	$(VENV)/bin/nbgrader generate_solution $(LAB) --force
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/lab8_readers.py
+
+clean:
+	rm -rf _build .pytest_cache

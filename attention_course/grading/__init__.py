@@ -1,0 +1,1 @@
+"""nbgrader helpers: the course's preprocessors and the pipeline used by the tests."""

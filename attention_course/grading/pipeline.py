@@ -1,0 +1,197 @@
+"""The nbgrader pipeline, driven from Python: release, solutions, autograde, gradebook scores.
+
+Used by the tests of every lab (``tests/conftest.py`` wraps it in fixtures). Each step runs the
+real ``nbgrader`` command on a *temporary* course directory that uses the course's
+``nbgrader_config.py``, so the repository is never written to, and scores are read from the
+gradebook API -- not from ``nbgrader validate``, which exits 0 even when tests fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "nbgrader_config.py"
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+class PipelineError(AssertionError):
+    """A pipeline check failed (stale release, leaked solution or hidden test, nbgrader error)."""
+
+
+@dataclass
+class Course:
+    """A throw-away nbgrader course directory."""
+
+    root: Path
+
+    @property
+    def db(self) -> Path:
+        return self.root / "gradebook.db"
+
+    def nbgrader(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+        """Run ``nbgrader ARGS`` in this course with the course's configuration."""
+        exe = Path(sys.executable).with_name("nbgrader")
+        cmd = [str(exe), *args, f"--NbGrader.config_file={CONFIG}",
+               f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}"]
+        env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        done = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout,
+                              env=env)
+        if done.returncode != 0:
+            raise PipelineError(f"nbgrader {' '.join(args)} failed ({done.returncode}):\n"
+                                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done
+
+
+def make_course(tmp: Path, source: Path, assignment: str) -> Course:
+    """A course in ``tmp`` whose ``source/<assignment>`` is a copy of ``source`` (notebooks only)."""
+    target = Path(tmp) / "source" / assignment
+    target.mkdir(parents=True)
+    for nb in Path(source).glob("*.ipynb"):
+        shutil.copy2(nb, target / nb.name)
+    return Course(Path(tmp))
+
+
+def generate(course: Course, assignment: str) -> tuple[Path, Path]:
+    """Generate the student release and the solutions; return their folders."""
+    course.nbgrader("generate_assignment", assignment, "--force")
+    course.nbgrader("generate_solution", assignment, "--force")
+    return course.root / "labs" / assignment, course.root / "solutions" / assignment
+
+
+def _comparable(nb) -> list[tuple]:
+    """The parts of a notebook that matter to a student: cell type, source, nbgrader metadata."""
+    return [(c.cell_type, c.source, json.dumps(c.metadata.get("nbgrader", {}), sort_keys=True))
+            for c in nb.cells]
+
+
+def assert_in_sync(generated: Path, committed: Path) -> None:
+    """Fail if the committed notebooks differ from freshly generated ones (a stale release)."""
+    names = sorted(p.name for p in Path(generated).glob("*.ipynb"))
+    committed_names = sorted(p.name for p in Path(committed).glob("*.ipynb"))
+    if names != committed_names:
+        raise PipelineError(f"{committed} holds {committed_names}, the source generates {names}")
+    for name in names:
+        fresh, old = (nbformat.read(Path(d) / name, as_version=4) for d in (generated, committed))
+        a, b = _comparable(fresh), _comparable(old)
+        if a != b:
+            diff = next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)
+            raise PipelineError(f"{committed / name} is stale: cell {diff} differs from what "
+                                f"source/ generates; regenerate it (make release)")
+
+
+def _split_lines(nb) -> tuple[list[str], list[str], set[str]]:
+    """(solution lines, hidden-test lines, all other lines) of an instructor notebook, stripped.
+
+    Markdown answer cells (solution cells without markers) count as solution text.
+    """
+    solution, hidden, other = [], [], set()
+    for cell in nb.cells:
+        region = None
+        whole = (cell.cell_type == "markdown"
+                 and cell.metadata.get("nbgrader", {}).get("solution", False))
+        for raw in cell.source.splitlines():
+            line = raw.strip()
+            if SOLUTION_BEGIN in line or HIDDEN_BEGIN in line:
+                region = solution if SOLUTION_BEGIN in line else hidden
+            elif SOLUTION_END in line or HIDDEN_END in line:
+                region = None
+            elif line:
+                target = region if region is not None else (solution if whole else None)
+                if target is None:
+                    other.add(line)
+                elif not line.startswith("#"):
+                    target.append(line)
+    return solution, hidden, other
+
+
+def solution_lines(source_nb) -> list[str]:
+    """Non-blank, non-comment lines the instructor wrote as solutions."""
+    return _split_lines(source_nb)[0]
+
+
+def hidden_test_lines(source_nb) -> list[str]:
+    """Non-blank, non-comment lines between hidden-test markers."""
+    return _split_lines(source_nb)[1]
+
+
+def assert_no_leaks(source_nb, released_nb, *, allow_solutions: bool = False) -> None:
+    """Fail if a generated notebook holds hidden tests, markers, or (unless allowed) solutions.
+
+    A marked line counts as leaked only if it appears in the generated notebook and nowhere
+    outside the marked regions of the source (shared lines such as ``return out`` are ignored).
+    Solution lines shorter than 13 characters are not checked.
+    """
+    solution, hidden, other = _split_lines(source_nb)
+    released = "\n".join(c.source for c in released_nb.cells)
+    released_lines = {line.strip() for line in released.splitlines()}
+    markers = [m for m in (HIDDEN_BEGIN, HIDDEN_END) if m in released]
+    if not allow_solutions:
+        markers += [m for m in (SOLUTION_BEGIN, SOLUTION_END) if m in released]
+    if markers:
+        raise PipelineError(f"release contains nbgrader markers {markers}")
+    leaked = [line for line in hidden if line in released_lines and line not in other]
+    if leaked:
+        raise PipelineError(f"release contains hidden-test lines, e.g. {leaked[:3]}")
+    if not allow_solutions:
+        leaked = [line for line in solution
+                  if line in released_lines and line not in other and len(line) > 12]
+        if leaked:
+            raise PipelineError(f"release contains solution lines, e.g. {leaked[:3]}")
+
+
+def submit(course: Course, assignment: str, student: str, notebook: Path) -> Path:
+    """Place ``notebook`` as ``student``'s submission of ``assignment``."""
+    target = course.root / "submitted" / student / assignment
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(notebook, target / Path(notebook).name)
+    return target
+
+
+def autograde(course: Course, assignment: str) -> None:
+    course.nbgrader("autograde", assignment, "--force")
+
+
+@dataclass
+class CellScore:
+    cell: str
+    score: float
+    max_score: float
+
+
+def scores(course: Course, assignment: str, student: str) -> dict[str, CellScore]:
+    """Autograded scores of every graded cell of a student's submission, from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course.db}") as gb:
+        submission = gb.find_submission(assignment, student)
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                out[grade.name] = CellScore(grade.name, grade.score, grade.max_score)
+    return out
+
+
+def cell_ids_unique(nb) -> bool:
+    ids = [c.get("id") for c in nb.cells]
+    return None not in ids and len(set(ids)) == len(ids)
+
+
+def autograded_test_cells(nb) -> list[str]:
+    """grade_ids of the autograded test cells (grade, not solution) of a notebook."""
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+            and not c.metadata["nbgrader"].get("solution")]
+
+
+MARKDOWN_ANSWER = re.compile(r"YOUR ANSWER HERE")

@@ -1,0 +1,49 @@
+"""nbgrader configuration of the course (run nbgrader from the repository root).
+
+    nbgrader generate_assignment lab8 --force   # source/lab8 -> labs/lab8 (student release)
+    nbgrader generate_solution lab8 --force     # source/lab8 -> solutions/lab8
+    nbgrader autograde lab8                      # submitted/<student>/lab8 -> autograded/
+    nbgrader generate_feedback lab8
+
+From another folder pass --NbGrader.config_file=<repo>/nbgrader_config.py.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)   # so nbgrader can import the course's preprocessors
+
+from attention_course.grading.preprocessors import StripSolutionMarkers  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells,
+)
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+c = get_config()  # noqa: F821  (provided by nbgrader)
+
+c.CourseDirectory.course_id = "attention-and-transformers"
+c.CourseDirectory.root = HERE
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "labs"
+c.CourseDirectory.solution_directory = "solutions"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+# the MyST text twin (jupytext pairing) of each source notebook is for review, not for release
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md"]
+
+# Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
+# (CI executes the solution notebook in a test instead).
+c.GenerateSolution.preprocessors = [
+    IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
+    StripSolutionMarkers,
+]
+
+# Feedback shows the student's notebook with scores but never the hidden tests' source.
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+c.ClearHiddenTests.enforce_metadata = False
+
+# Autograding: PyTorch cells need longer than the 30 s default; minimal tracebacks so a failing
+# hidden test is reported by its error message, not by quoting its source lines.
+c.Execute.timeout = 180
+c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,45 @@
+"""The book builds strictly (warnings are errors) and its pages hold what they promise."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attention_course.build import ASSETS
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_toc_page_is_built(built_book):
+    for page in ("index.html", "book/chapter8/index.html", "labs/lab8/lab8.html"):
+        assert (built_book / page).exists(), page
+
+
+def test_browser_assets_are_served_locally(built_book):
+    html = (built_book / "book/chapter8/index.html").read_text()
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', html)
+    remote = [s for s in scripts if s.startswith(("http:", "https:", "//"))]
+    assert remote == [], f"scripts loaded from the network: {remote}"
+    for asset in ("mathjax/tex-chtml.js", "requirejs/require.js", "html-manager/embed-amd.js"):
+        assert (built_book / "_static" / "vendor" / asset).exists(), asset
+        assert (ASSETS / asset).exists()
+    assert "application/vnd.jupyter.widget-state+json" in html, "widget state was not saved"
+
+
+def test_widget_runtime_only_on_widget_pages(built_book):
+    """RequireJS and the widget manager are added only where a page has a widget."""
+    assert "embed-amd.js" in (built_book / "book/chapter8/index.html").read_text()
+    assert "embed-amd.js" not in (built_book / "index.html").read_text()
+
+
+def test_lab_page_is_shown_unexecuted(built_book):
+    html = (built_book / "labs/lab8/lab8.html").read_text()
+    assert "NotImplementedError" in html and "YOUR CODE HERE" in html
+    assert 'class="cell_output' not in html, "the student notebook should be shown without outputs"
+
+
+def test_launch_and_download_buttons(built_book):
+    html = (built_book / "book/chapter8/index.html").read_text()
+    for needle in ("mybinder.org", "colab.research.google.com", "hub.example.edu",
+                   "_sources/book/chapter8/index"):
+        assert needle in html, needle
