@@ -1,0 +1,165 @@
+"""Strips of handwritten digits for the digit-string readers of Lab 8.
+
+A strip places ``L`` of scikit-learn's 8x8 digit images left to right with small random gaps and a
+vertical jitter; its label is the digit string. A reader sees the strip one *column* (8 pixels) at a
+time. Digit images are split into train / validation / test pools **by image**, so a test strip never
+reuses an image seen in training. Everything is deterministic given a seed, and nothing is downloaded:
+the images ship inside scikit-learn.
+
+Token ids: digits ``0-9`` are themselves, then ``EOS`` (end of string), ``SOS`` (start, decoder
+input only) and ``PAD`` (ignored target positions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+DIGITS = 10
+EOS, SOS, PAD = 10, 11, 12
+NUM_CLASSES = 11          # what a reader predicts: ten digits or end-of-string
+VOCAB_SIZE = 13           # what a decoder may receive as its previous token
+HEIGHT = 8                # pixels per column
+POOL_FRACTIONS = (0.5, 0.2, 0.3)   # train / validation / test images
+
+
+@dataclass(frozen=True)
+class StripStyle:
+    """How strips are drawn. Gaps vary so that a column's position does not encode the length."""
+
+    gap: tuple[int, int] = (0, 4)     # blank columns between neighbouring digits, inclusive range
+    jitter: int = 1                   # vertical shift of each digit, in pixels, up to +-jitter
+    lead: int = 2                     # blank columns before the first digit
+    tail: int = 6                     # blank columns after the last digit (the end region)
+    warp: float = 0.0                 # training augmentation: random shear and scale up to +-warp
+
+
+@dataclass
+class DigitPools:
+    """Images (n, 8, 8) scaled to [0, 1] and labels (n,) of each split."""
+
+    images: dict[str, np.ndarray]
+    labels: dict[str, np.ndarray]
+
+    def size(self, split: str) -> int:
+        return len(self.labels[split])
+
+
+@dataclass
+class StripBatch:
+    """A batch of strips, padded to the widest one.
+
+    columns: (B, N, 8) float -- column ``j`` of strip ``b`` is ``columns[b, j]``
+    mask:    (B, N) bool     -- True on real columns, False on padding
+    targets: (B, T) long     -- digits then EOS, padded with PAD (T = longest string + 1)
+    texts:   the digit strings
+    spans:   for each strip, the (first, last) column of every digit
+    """
+
+    columns: torch.Tensor
+    mask: torch.Tensor
+    targets: torch.Tensor
+    texts: list[str]
+    spans: list[list[tuple[int, int]]] = field(default_factory=list)
+
+    def to(self, device) -> "StripBatch":
+        return StripBatch(self.columns.to(device), self.mask.to(device), self.targets.to(device),
+                          self.texts, self.spans)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@lru_cache(maxsize=4)
+def load_digit_pools(seed: int = 0) -> DigitPools:
+    """Split scikit-learn's 1797 digit images into train/validation/test pools by image."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(np.float32)           # (n, 8, 8) in [0, 1]
+    order = np.random.default_rng(seed).permutation(len(images))
+    n_train = int(POOL_FRACTIONS[0] * len(images))
+    n_val = int(POOL_FRACTIONS[1] * len(images))
+    parts = {"train": order[:n_train], "val": order[n_train:n_train + n_val],
+             "test": order[n_train + n_val:]}
+    return DigitPools(images={k: images[v] for k, v in parts.items()},
+                      labels={k: digits.target[v] for k, v in parts.items()})
+
+
+def _draw_strip(rng, images, labels, length, style):
+    """Return (image (8, W), text, spans) for one strip of ``length`` random pool digits."""
+    picks = rng.integers(0, len(images), size=length)
+    gaps = rng.integers(style.gap[0], style.gap[1] + 1, size=max(length - 1, 0))
+    width = style.lead + 8 * length + int(gaps.sum()) + style.tail
+    strip = np.zeros((HEIGHT, width), dtype=np.float32)
+    spans, x = [], style.lead
+    for i, k in enumerate(picks):
+        shift = int(rng.integers(-style.jitter, style.jitter + 1))
+        digit = warp_digit(images[k], style.warp, rng) if style.warp > 0 else images[k]
+        strip[:, x:x + 8] = np.roll(digit, shift, axis=0)
+        spans.append((x, x + 7))
+        x += 8 + (int(gaps[i]) if i < length - 1 else 0)
+    text = "".join(str(int(labels[k])) for k in picks)
+    return strip, text, spans
+
+
+def warp_digit(image: np.ndarray, amount: float, rng) -> np.ndarray:
+    """A random affine distortion of an 8x8 digit: shear and per-axis scale within +-amount."""
+    from scipy.ndimage import affine_transform
+
+    shear, sx, sy = rng.uniform(-amount, amount, size=3)
+    matrix = np.array([[1 + sy, shear], [0.0, 1 + sx]])     # output (row, col) -> input
+    centre = np.array([3.5, 3.5])
+    offset = centre - matrix @ centre
+    return affine_transform(image, matrix, offset=offset, order=1, mode="constant").clip(0, 1)
+
+
+def make_strips(lengths, count: int, seed: int, split: str = "train",
+                style: StripStyle = StripStyle(), pools: DigitPools | None = None) -> StripBatch:
+    """Draw ``count`` strips; each strip's length is drawn uniformly from ``lengths``.
+
+    ``lengths`` is an int or a sequence of ints (>= 1). The same arguments give the same batch.
+    """
+    lengths = [lengths] if isinstance(lengths, int) else list(lengths)
+    if not lengths or min(lengths) < 1:
+        raise ValueError(f"lengths must be positive integers, got {lengths!r}")
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
+    pools = pools or load_digit_pools()
+    rng = np.random.default_rng(seed)
+    strips, texts, spans = [], [], []
+    for _ in range(count):
+        strip, text, span = _draw_strip(rng, pools.images[split], pools.labels[split],
+                                        int(rng.choice(lengths)), style)
+        strips.append(strip), texts.append(text), spans.append(span)
+    width = max(s.shape[1] for s in strips)
+    columns = torch.zeros(count, width, HEIGHT)                  # (B, N, 8)
+    mask = torch.zeros(count, width, dtype=torch.bool)           # (B, N)
+    for b, s in enumerate(strips):
+        columns[b, :s.shape[1]] = torch.from_numpy(s.T)
+        mask[b, :s.shape[1]] = True
+    return StripBatch(columns, mask, encode_targets(texts), texts, spans)
+
+
+def encode_targets(texts: list[str]) -> torch.Tensor:
+    """Digit strings -> (B, T) long: the digits, then EOS, then PAD up to the longest + 1."""
+    t = max(len(s) for s in texts) + 1
+    out = torch.full((len(texts), t), PAD, dtype=torch.long)
+    for b, s in enumerate(texts):
+        out[b, :len(s)] = torch.tensor([int(c) for c in s], dtype=torch.long)
+        out[b, len(s)] = EOS
+    return out
+
+
+def decode_tokens(tokens) -> str:
+    """Token ids -> digit string, stopping at the first EOS (or PAD)."""
+    out = []
+    for t in (tokens.tolist() if hasattr(tokens, "tolist") else tokens):
+        if t in (EOS, PAD):
+            break
+        if not 0 <= t < DIGITS:
+            raise ValueError(f"token {t} is not a digit (0-9), EOS ({EOS}) or PAD ({PAD})")
+        out.append(str(t))
+    return "".join(out)

@@ -1,0 +1,87 @@
+"""Lab 8 through the nbgrader pipeline: in sync, no leaks, solution full marks, release zero."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from attention_course.grading import pipeline
+from conftest import REPO, load_nb
+
+SOURCE = REPO / "source" / "lab8"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lab8(graded_assignment):
+    return graded_assignment(SOURCE, "lab8")
+
+
+def test_text_pair_matches_notebook():
+    """source/lab8/lab8.md (the reviewable twin) and lab8.ipynb hold the same cells."""
+    text = jupytext.read(SOURCE / "lab8.md")
+    nb = load_nb(SOURCE / "lab8.ipynb")
+    strip = [(c.cell_type, c.source.strip(), c.metadata.get("nbgrader")) for c in text.cells]
+    assert strip == [(c.cell_type, c.source.strip(), c.metadata.get("nbgrader")) for c in nb.cells], \
+        "run `jupytext --sync source/lab8/lab8.md` after editing either file"
+
+
+def test_release_and_solutions_are_in_sync(lab8):
+    pipeline.assert_in_sync(lab8.release, REPO / "labs" / "lab8")
+    pipeline.assert_in_sync(lab8.solutions, REPO / "solutions" / "lab8")
+
+
+def test_nothing_leaks(lab8):
+    source = load_nb(lab8.source_nb_path)
+    pipeline.assert_no_leaks(source, load_nb(REPO / "labs" / "lab8" / "lab8.ipynb"))
+    solutions = load_nb(REPO / "solutions" / "lab8" / "lab8.ipynb")
+    pipeline.assert_no_leaks(source, solutions, allow_solutions=True)
+    assert "BEGIN SOLUTION" not in "".join(c.source for c in solutions.cells)
+
+
+def test_notebooks_are_nbformat_45_with_unique_ids():
+    for path in (SOURCE / "lab8.ipynb", REPO / "labs/lab8/lab8.ipynb",
+                 REPO / "solutions/lab8/lab8.ipynb"):
+        nb = load_nb(path)
+        assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path
+        assert pipeline.cell_ids_unique(nb), path
+
+
+def test_points_stated_match_metadata():
+    nb = load_nb(SOURCE / "lab8.ipynb")
+    auto = sum(c.metadata["nbgrader"]["points"] for c in nb.cells
+               if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
+    manual = sum(c.metadata["nbgrader"]["points"] for c in nb.cells
+                 if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "markdown")
+    title = nb.cells[0].source
+    assert f"autograded ({auto} points)" in title and f"by hand ({manual} points)" in title
+
+
+def test_solution_full_marks_release_zero(lab8):
+    result = lab8.grade({"solution": lab8.solutions / "lab8.ipynb",
+                         "untouched": lab8.release / "lab8.ipynb"})
+    cells = pipeline.autograded_test_cells(load_nb(lab8.source_nb_path))
+    assert len(cells) == 9
+    for cell in cells:
+        full = result["solution"][cell]
+        assert full.score == full.max_score > 0, cell
+        assert result["untouched"][cell].score == 0, cell
+
+
+def test_solution_notebook_runs_in_full(tmp_path):
+    """The solution, executed as a student would (full training, no NBGRADER_EXECUTION)."""
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    out = tmp_path / "lab8-executed.ipynb"
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                    "--ExecutePreprocessor.timeout=600", f"--output={out}",
+                    str(REPO / "solutions" / "lab8" / "lab8.ipynb")],
+                   check=True, env=env, cwd=tmp_path, capture_output=True)
+    nb = load_nb(out)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == []
+    table = next(o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", [])
+                 if "text/markdown" in o.get("data", {}))
+    assert "| 16 |" in table and "attention exact" in table
