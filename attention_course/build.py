@@ -37,6 +37,8 @@ ASSET_FILES = [
     ("requirejs/require.js", "requirejs/require.js"),
     (f"{_WIDGETS}/embed-amd.js", "html-manager/embed-amd.js"),
 ]
+# anywidget's front end ships inside the Python package (the same file its CDN serves)
+ANYWIDGET_JS = Path(__import__("anywidget").__file__).parent / "nbextension" / "index.js"
 SHIMS = Path(__file__).resolve().parent / "static" / "widget-shims.js"
 # webpack emits the widget fonts beside embed-amd.js under hashed names
 WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
@@ -71,6 +73,8 @@ def copy_assets() -> Path:
         if font.suffix in WIDGET_FONT_SUFFIXES:
             shutil.copy2(font, ASSETS / "html-manager" / font.name)
     shutil.copy2(SHIMS, ASSETS / SHIMS.name)
+    (ASSETS / "anywidget").mkdir(exist_ok=True)
+    shutil.copy2(ANYWIDGET_JS, ASSETS / "anywidget" / "index.js")
     return ASSETS
 
 

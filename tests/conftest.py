@@ -1,9 +1,13 @@
 """Shared fixtures: the nbgrader pipeline harness, usable by every lab's tests."""
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
+import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import nbformat
 import pytest
@@ -53,11 +57,6 @@ def graded_assignment(tmp_path_factory):
     return make
 
 
-@pytest.fixture
-def no_grading_env(monkeypatch):
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-
-
 def require_tool(name: str) -> str:
     """Path of an executable; skip locally when missing, fail in CI (where set-up installs it)."""
     path = shutil.which(name)
@@ -76,3 +75,77 @@ def built_book():
     index = build_book()
     assert index.exists()
     return HTML
+
+
+# ---- the built book in headless Chromium (Debian's, driven by Playwright; nothing downloaded) ----
+SHOTS = REPO / "_build" / "screenshots"
+# sphinx-thebe declares this constant in two scripts of every page; harmless, known upstream.
+KNOWN_CONSOLE_NOISE = ("THEBE_JS_URL",)
+LOCAL_HOSTS = {"127.0.0.1", "localhost", ""}
+
+
+@pytest.fixture(scope="session")
+def site(built_book):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_book))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    chromium = require_tool("chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"])
+        yield b
+        b.close()
+
+
+class Visit:
+    """An opened page with the requests and console errors it produced."""
+
+    def __init__(self, browser, url, shot_name, width=1280):
+        self.external, self.errors = [], []
+        self.context = browser.new_context(viewport={"width": width, "height": 1600})
+        self.page = self.context.new_page()
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(url, wait_until="networkidle")
+        self.page.wait_for_timeout(1500)                 # MathJax typesets after load
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / shot_name), full_page=True)
+
+    def _route(self, route):
+        url = urlparse(route.request.url)
+        if url.scheme in ("file", "data", "blob") or url.hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            self.external.append(route.request.url)
+            route.abort()
+
+    def real_errors(self):
+        return [e for e in self.errors if not any(n in e for n in KNOWN_CONSOLE_NOISE)]
+
+
+@pytest.fixture
+def visit(browser):
+    opened = []
+
+    def open_page(url, shot, width=1280):
+        v = Visit(browser, url, shot, width)
+        opened.append(v)
+        return v
+
+    yield open_page
+    for v in opened:
+        v.context.close()
+
+

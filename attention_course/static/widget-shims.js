@@ -6,7 +6,11 @@
   //    gives it; point that path at the copy served beside this file, at any page depth.
   var here = document.currentScript.src;
   var vendor = here.slice(0, here.lastIndexOf("/") + 1);
-  window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": vendor + "html-manager" } });
+  //    The course's figures are anywidgets: their front end is served beside it too.
+  window.require.config({ paths: {
+    "@jupyter-widgets/html-manager/dist": vendor + "html-manager",
+    "anywidget": vendor + "anywidget/index",
+  } });
 
   // 2. Widget labels are typeset with the MathJax 2 call MathJax.Hub.Queue; the book loads
   //    MathJax 3, which has no Hub. Once MathJax 3 is loaded, give it a Hub that forwards.

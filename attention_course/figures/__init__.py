@@ -1,0 +1,14 @@
+"""Interactive figures that work live in a notebook and in the rendered book without a kernel.
+
+An interactive figure is a small, dependency-free JavaScript module in ``figures/js/`` (the drawing
+and any in-browser math) plus a Python class in this package that exposes it as an `anywidget`
+(controls and read-outs are traitlets, so code can read ``fig.weights``). The math of every figure
+also has a Python *reference* here, which the Python class uses to keep its read-outs current and
+which the browser tests compare with what the page displays.
+
+    from attention_course.figures import QKVExplorer
+    QKVExplorer(angle=30)          # one call: the same figure live and in the built book
+"""
+from attention_course.figures.base import CourseFigure  # noqa: F401
+from attention_course.figures.qkv import QKVExplorer, qkv_attention, DEFAULT_KEYS, DEFAULT_VALUES  # noqa: F401
+from attention_course.figures.softmax_peak import SoftmaxPeakFigure, softmax_peak_curves  # noqa: F401

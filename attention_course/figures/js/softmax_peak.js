@@ -1,0 +1,79 @@
+// Figure 8.8: the heaviest softmax weight against d_k; curves precomputed in Python.
+import * as common from "./common.js";
+
+const W = 420, H = 240, L = 48, B = 36, T = 12, R = 12;
+
+export function peakFor(curves, index, scaled, average) {
+  return curves[`${average ? "mean" : "one"}_${scaled ? "scaled" : "unscaled"}`][index];
+}
+
+function render({ model, el }) {
+  common.injectStyle();
+  const curves = model.get("curves");
+  const dks = curves.dks;
+  const root = common.h("div", { class: "course-fig softmax-peak-fig", role: "figure",
+                                 "aria-label": model.get("title") });
+  const dk = common.slider({ label: "d_k", min: 0, max: dks.length - 1, step: 1,
+                             value: model.get("dk_index"), name: "dk",
+                             format: (i) => String(dks[i]) });
+  const scaled = common.checkbox({ label: "divide by √d_k", checked: model.get("scaled"),
+                                   name: "scaled" });
+  const average = common.checkbox({ label: `average of ${curves.draws} draws (else one draw)`,
+                                    checked: model.get("average"), name: "average" });
+  const svg = common.s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
+                                "aria-label": "heaviest weight against d_k" });
+  const reading = common.h("p", {});
+  root.append(common.h("div", { class: "controls" }, [dk.wrap, scaled.wrap, average.wrap]), svg,
+              reading);
+  el.append(root);
+
+  const x = (i) => L + (i * (W - L - R)) / (dks.length - 1);
+  const y = (v) => T + (1 - v) * (H - T - B);
+
+  function draw() {
+    const i = model.get("dk_index"), sc = model.get("scaled"), av = model.get("average");
+    svg.replaceChildren();
+    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+      svg.append(common.s("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#ddd" }));
+      const t = common.s("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11 });
+      t.textContent = v.toFixed(2);
+      svg.append(t);
+    }
+    dks.forEach((d, j) => {
+      const t = common.s("text", { x: x(j), y: H - B + 16, "text-anchor": "middle", "font-size": 11 });
+      t.textContent = d;
+      svg.append(t);
+    });
+    const label = common.s("text", { x: (W + L) / 2, y: H - 4, "text-anchor": "middle", "font-size": 12 });
+    label.textContent = "d_k (log scale)";
+    svg.append(label);
+    // the two curves of the chosen kind: unscaled (orange, dashed) and scaled (blue, solid)
+    for (const [isScaled, colour, dash] of [[false, "#d55e00", "6 3"], [true, "#0072b2", ""]]) {
+      const key = `${av ? "mean" : "one"}_${isScaled ? "scaled" : "unscaled"}`;
+      const pts = curves[key].map((v, j) => `${x(j)},${y(v)}`).join(" ");
+      svg.append(common.s("polyline", { points: pts, fill: "none", stroke: colour,
+                                        "stroke-width": isScaled === sc ? 3 : 1.5,
+                                        "stroke-dasharray": dash }));
+    }
+    const v = peakFor(curves, i, sc, av);
+    svg.append(common.s("circle", { cx: x(i), cy: y(v), r: 5, fill: "#000" }));
+    reading.replaceChildren(
+      `${av ? "Average" : "One draw"}, ${sc ? "scaled (blue, solid)" : "unscaled (orange, dashed)"}, ` +
+      `d_k = ${dks[i]}: heaviest weight `,
+      common.h("strong", { class: "num", "data-readout": "peak" }, common.fmt(v)),
+      ` of ${curves.n_keys} keys (uniform would be ${common.fmt(1 / curves.n_keys)}).`);
+    dk.input.value = i;
+    dk.out.textContent = String(dks[i]);
+    scaled.input.checked = sc;
+    average.input.checked = av;
+  }
+
+  const set = (name, value) => { model.set(name, value); model.save_changes(); };
+  dk.input.addEventListener("input", () => set("dk_index", Number(dk.input.value)));
+  scaled.input.addEventListener("change", () => set("scaled", scaled.input.checked));
+  average.input.addEventListener("change", () => set("average", average.input.checked));
+  for (const name of ["dk_index", "scaled", "average", "curves"]) model.on(`change:${name}`, draw);
+  draw();
+}
+
+export default { render };
