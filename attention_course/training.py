@@ -49,6 +49,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     noise: float = 0.0              # std of Gaussian pixel noise added to training strips
     gain: float = 0.0               # ink intensity scaled by a random factor in [1 - gain, 1 + gain]
+    split: str = "train"            # image pool(s) the training strips are drawn from
     style: StripStyle = field(default_factory=StripStyle)
 
 
@@ -107,7 +108,7 @@ def train_reader(config: ReaderConfig, train: TrainConfig = TrainConfig(), seed:
     bar = tqdm(range(train.steps), desc=f"{config.kind} reader", disable=not progress, mininterval=1)
     for step in bar:
         batch = make_strips(curriculum_length(step, train, rng), train.batch,
-                            seed=seed * 1_000_003 + step, split="train", style=train.style)
+                            seed=seed * 1_000_003 + step, split=train.split, style=train.style)
         batch = batch.to(device)
         columns = augment(batch.columns, train, rng).to(device)  # (B, N, 8)
         logits = reader(columns, batch.mask, batch.targets)            # (B, T, C)

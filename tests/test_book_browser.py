@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-PAGES = ["index.html", "book/chapter8/index.html", "book/chapter8/queries-keys-values.html",
-         "labs/lab8/lab8.html"]
+CHAPTER8 = ["index", "queries-keys-values", "self-attention", "positions", "transformer-block",
+            "computation-memory", "exercises"]
+PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8], "labs/lab8/lab8.html"]
 
 
 @pytest.mark.parametrize("page", PAGES)

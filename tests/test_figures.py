@@ -62,6 +62,7 @@ def test_saved_notebook_fallback_says_run_the_cell(make):
     data, _ = make()._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
     assert FALLBACK_TEXT in data["text/html"] and "data:image/png;base64," in data["text/html"]
+    assert FALLBACK_TEXT in data["text/plain"]
 
 
 def test_bundled_modules_are_self_contained():

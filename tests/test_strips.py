@@ -71,3 +71,11 @@ def test_warp_augmentation_is_deterministic_and_bounded():
     assert torch.equal(a.columns, b.columns) and a.texts == plain.texts
     assert not torch.equal(a.columns, plain.columns)
     assert a.columns.min() >= 0 and a.columns.max() <= 1
+
+
+def test_combined_pools_and_unknown_split():
+    both = make_strips(1, 200, seed=2, split="train+val", style=StripStyle(jitter=0))
+    pools = load_digit_pools()
+    val = {img.tobytes() for img in pools.images["val"]}
+    digits = [both.columns[b, 2:10].T.numpy().tobytes() for b in range(200)]   # the one 8x8 digit
+    assert any(d in val for d in digits), "train+val strips should use validation images too"

@@ -23,6 +23,7 @@ NUM_CLASSES = 11          # what a reader predicts: ten digits or end-of-string
 VOCAB_SIZE = 13           # what a decoder may receive as its previous token
 HEIGHT = 8                # pixels per column
 POOL_FRACTIONS = (0.5, 0.2, 0.3)   # train / validation / test images
+SPLITS = ("train", "val", "test", "train+val")
 
 
 @dataclass(frozen=True)
@@ -125,14 +126,16 @@ def make_strips(lengths, count: int, seed: int, split: str = "train",
     lengths = [lengths] if isinstance(lengths, int) else list(lengths)
     if not lengths or min(lengths) < 1:
         raise ValueError(f"lengths must be positive integers, got {lengths!r}")
-    if split not in ("train", "val", "test"):
-        raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     pools = pools or load_digit_pools()
+    parts = split.split("+")
+    images = np.concatenate([pools.images[p] for p in parts])
+    labels = np.concatenate([pools.labels[p] for p in parts])
     rng = np.random.default_rng(seed)
     strips, texts, spans = [], [], []
     for _ in range(count):
-        strip, text, span = _draw_strip(rng, pools.images[split], pools.labels[split],
-                                        int(rng.choice(lengths)), style)
+        strip, text, span = _draw_strip(rng, images, labels, int(rng.choice(lengths)), style)
         strips.append(strip), texts.append(text), spans.append(span)
     width = max(s.shape[1] for s in strips)
     columns = torch.zeros(count, width, HEIGHT)                  # (B, N, 8)

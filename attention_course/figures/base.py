@@ -58,4 +58,5 @@ class CourseFigure(anywidget.AnyWidget):
                  f'src="data:image/png;base64,{base64.b64encode(png).decode()}"/>')
         data["text/html"] = (f'<div class="course-fig-fallback"><p><em>{FALLBACK_TEXT}</em></p>'
                              f"{image}</div>")
+        data["text/plain"] = f"{self.title or type(self).__name__}. {FALLBACK_TEXT}"
         return bundle

@@ -1,0 +1,105 @@
+"""Self-attention, masks, positions and the block (Sections 8.5-8.8), with edge cases."""
+import pytest
+import torch
+
+from attention_course.transformer import (
+    MultiHeadAttention, PreNormBlock, attention, block_flops, causal_mask, offset_rotation,
+    padding_mask, sinusoidal_positions)
+
+torch.manual_seed(0)
+
+
+def test_attention_matches_torch_and_handles_one_token():
+    Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    O, A = attention(Q, K, V)
+    torch.testing.assert_close(O, torch.nn.functional.scaled_dot_product_attention(Q, K, V))
+    O1, A1 = attention(Q[:, :1], K[:, :1], V[:, :1])                 # N = 1: all weight on itself
+    torch.testing.assert_close(A1, torch.ones(2, 1, 1))
+    torch.testing.assert_close(O1, V[:, :1])
+
+
+def test_attention_errors_are_explained():
+    with pytest.raises(ValueError, match="every key needs a value"):
+        attention(torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 2, 4))
+    with pytest.raises(ValueError, match="same width"):
+        attention(torch.randn(1, 2, 4), torch.randn(1, 3, 5), torch.randn(1, 3, 4))
+    with pytest.raises(ValueError, match="nothing to attend to"):
+        attention(torch.randn(1, 2, 4), torch.randn(1, 2, 4), torch.randn(1, 2, 4),
+                  mask=torch.tensor([[True, True], [False, False]]))
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match=r"lengths must be in 1\.\.4"):
+        padding_mask([0, 2], 4)
+
+
+def test_causal_mask_hides_the_future():
+    mha = MultiHeadAttention(8, 2)
+    X = torch.randn(1, 6, 8)
+    Y = mha(X, mask=causal_mask(6))[0]
+    X2 = X.clone()
+    X2[:, 4:] = torch.randn(1, 2, 8)                                  # change only the future
+    torch.testing.assert_close(mha(X2, mask=causal_mask(6))[0][:, :4], Y[:, :4])
+
+
+def test_padding_mask_ignores_padded_content():
+    mha = MultiHeadAttention(8, 4)
+    X = torch.randn(2, 5, 8)
+    mask = padding_mask([3, 5], 5)                                    # (B, 1, N)
+    Y, A = mha(X, mask=mask)
+    assert torch.all(A[0, :, :, 3:] == 0)
+    X2 = X.clone()
+    X2[0, 3:] = 100.0
+    torch.testing.assert_close(mha(X2, mask=mask)[0][0, :3], Y[0, :3])
+
+
+def test_self_attention_is_permutation_equivariant():
+    mha = MultiHeadAttention(8, 2)
+    X = torch.randn(1, 6, 8)
+    perm = torch.randperm(6)
+    Y, A = mha(X)
+    Yp, Ap = mha(X[:, perm])
+    torch.testing.assert_close(Yp, Y[:, perm])
+    torch.testing.assert_close(Ap, A[:, :, perm][:, :, :, perm])
+
+
+def test_mha_matches_torch_multihead_attention():
+    ref = torch.nn.MultiheadAttention(12, 3, batch_first=True)
+    mha = MultiHeadAttention(12, 3)
+    mha.in_proj.weight.data, mha.in_proj.bias.data = ref.in_proj_weight.data, ref.in_proj_bias.data
+    mha.out_proj.load_state_dict(ref.out_proj.state_dict())
+    X, S = torch.randn(2, 4, 12), torch.randn(2, 7, 12)
+    out, weights = ref(X, S, S, average_attn_weights=False)
+    mine, A = mha(X, S)
+    torch.testing.assert_close(mine, out)
+    torch.testing.assert_close(A, weights)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_block_matches_torch_encoder_layer(norm_first):
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 64, dropout=0.0, activation="gelu",
+                                             norm_first=norm_first, batch_first=True).eval()
+    block = PreNormBlock(16, 4, 4, norm_first=norm_first).copy_from_torch(layer).eval()
+    X = torch.randn(3, 7, 16)
+    torch.testing.assert_close(block(X), layer(X))
+    torch.testing.assert_close(block(X, mask=causal_mask(7)), layer(X, src_mask=~causal_mask(7)))
+
+
+def test_sinusoids_and_offsets_are_rotations():
+    P = sinusoidal_positions(64, 16)
+    assert P.shape == (64, 16) and torch.allclose(P[0, 1::2], torch.ones(8))
+    for k in (1, 5, 17):
+        R = offset_rotation(k, 16)
+        torch.testing.assert_close(P[k:], P[:-k] @ R.T, atol=1e-5, rtol=0)
+        torch.testing.assert_close(R @ R.T, torch.eye(16), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="even"):
+        sinusoidal_positions(4, 7)
+
+
+def test_flop_formula_matches_torch_counter():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    n, d, r = 32, 16, 4
+    block = PreNormBlock(d, 2, r)
+    with FlopCounterMode(display=False) as counter:
+        block(torch.randn(1, n, d))
+    assert counter.get_total_flops() == sum(block_flops(n, d, r).values())
