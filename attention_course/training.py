@@ -47,8 +47,7 @@ class TrainConfig:
     curriculum: float = 0.3         # ... and reaches max(lengths) after this fraction of the steps
     lengths: tuple = TRAIN_LENGTHS
     grad_clip: float = 1.0
-    noise: float = 0.0              # std of Gaussian pixel noise added to training strips
-    gain: float = 0.0               # ink intensity scaled by a random factor in [1 - gain, 1 + gain]
+    noise: float = 0.1              # std of Gaussian pixel noise added to training strips
     split: str = "train"            # image pool(s) the training strips are drawn from
     style: StripStyle = field(default_factory=StripStyle)
 
@@ -76,16 +75,11 @@ def curriculum_length(step: int, cfg: TrainConfig, rng: torch.Generator) -> int:
 
 
 def augment(columns: torch.Tensor, train: TrainConfig, rng: torch.Generator) -> torch.Tensor:
-    """Training strips with random ink gain and Gaussian pixel noise, clipped to [0, 1]."""
-    if train.noise <= 0 and train.gain <= 0:
+    """Training strips with Gaussian pixel noise, clipped to [0, 1]; unchanged when noise is 0."""
+    if train.noise <= 0:
         return columns
-    columns = columns.cpu()
-    if train.gain > 0:
-        scale = 1 + train.gain * (2 * torch.rand(len(columns), 1, 1, generator=rng) - 1)
-        columns = columns * scale
-    if train.noise > 0:
-        columns = columns + train.noise * torch.randn(columns.shape, generator=rng)
-    return columns.clamp(0, 1)
+    noisy = columns.cpu() + train.noise * torch.randn(columns.shape, generator=rng)
+    return noisy.clamp(0, 1)
 
 
 def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

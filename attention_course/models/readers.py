@@ -8,10 +8,10 @@
 The attention decoder is deliberately *without a running recurrent state*: its query at step t is
 built from the previous output token and the previous context, and its scores add a location term
 computed from the previous weights (a convolution over them), so it can learn "move one digit to the
-right" -- a rule that does not depend on how many digits came before. A GRU decoder state, which the
-fixed-context reader needs, lets a reader count; readers that count learn to stop after the lengths
-they were trained on (see the benchmark in ``benchmarks/``). ``decoder_state=True`` adds one for
-comparison.
+right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
+that move (``location_prior``) makes the alignment easy to find early in training. A GRU decoder
+state, which the fixed-context reader needs, would let the reader count; ``decoder_state=True`` adds
+one for comparison (``benchmarks/results/lab8_variants.md`` measures both choices).
 
 Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
 C = 11 classes (ten digits and end-of-string).
