@@ -8,7 +8,11 @@ Chapters and labs import from here, so notebooks stay about ideas rather than pl
 - :mod:`attention_course.metrics` -- exact-string accuracy and character error rate;
 - :mod:`attention_course.training` -- training, saving, loading and evaluating readers;
 - :mod:`attention_course.plots` -- results and attention-map figures;
-- :mod:`attention_course.grading` -- the nbgrader pipeline helpers used by the tests.
+- :mod:`attention_course.baselines` -- the isolated-digit floor the readers are compared with;
+- :mod:`attention_course.transformer` -- self-attention, masks, positions, the transformer block;
+- :mod:`attention_course.figures` -- interactive figures (anywidget) with Python references;
+- :mod:`attention_course.grading` -- the nbgrader pipeline helpers used by the tests;
+- :mod:`attention_course.build` -- builds the book with its browser assets served locally.
 """
 __version__ = "0.1.0"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -193,5 +192,3 @@ def autograded_test_cells(nb) -> list[str]:
             if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
             and not c.metadata["nbgrader"].get("solution")]
 
-
-MARKDOWN_ANSWER = re.compile(r"YOUR ANSWER HERE")

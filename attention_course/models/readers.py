@@ -11,7 +11,8 @@ computed from the previous weights (a convolution over them), so it can learn "m
 right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
 that move (``location_prior``) makes the alignment easy to find early in training. A GRU decoder
 state, which the fixed-context reader needs, would let the reader count; ``decoder_state=True`` adds
-one for comparison (``benchmarks/results/lab8_variants.md`` measures both choices).
+one for comparison. ``benchmarks/results/lab8_variants.md`` measures both choices: the prior
+matters more (with it, a reader with a decoder state extrapolates too).
 
 Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
 C = 11 classes (ten digits and end-of-string).
