@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+# tools that call other tools by name (nbgrader runs alembic) find the environment's copies
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: book test browser-deps release benchmark clean
 

@@ -44,6 +44,8 @@ class Course:
                f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}"]
         env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's
+        env["PATH"] = os.pathsep.join([str(exe.parent), env.get("PATH", "")])
         done = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout,
                               env=env)
         if done.returncode != 0:
