@@ -31,8 +31,10 @@ def press(page, selector, key, times=1):
         control.press(key)
 
 
-def test_qkv_explorer_follows_every_control(visit, site):
-    v = visit(f"{site}/{PAGE}", "figure-8-7.png")
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_qkv_explorer_follows_every_control(visit, site, built_book, scheme):
+    base = site if scheme == "http" else built_book.as_uri()
+    v = visit(f"{base}/{PAGE}", f"figure-8-7-{scheme}.png")
     page = v.page
     page.locator(".qkv-fig").wait_for(timeout=10_000)
     check_qkv(page, 20, 1.0, True)
