@@ -70,3 +70,22 @@ def test_bundled_modules_are_self_contained():
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
+
+
+def test_reorder_reference_equivariance_and_masks():
+    from attention_course.figures import ORDERS, ReorderFigure, reorder_attention
+    from attention_course.figures.reorder import reorder_setup
+
+    setup = reorder_setup()
+    for order in ORDERS.values():
+        result = reorder_attention(setup, order, positions=False, causal=False)
+        assert result["change"].max() < 1e-9                 # outputs move with their tokens
+        np.testing.assert_allclose(result["A"].sum(1), 1)
+    moved = reorder_attention(setup, ORDERS["D C B A"], positions=True, causal=False)["change"]
+    assert moved.min() > 0.1
+    fig = ReorderFigure(order="B A C D")
+    fig.causal = True
+    np.testing.assert_allclose(fig.change, reorder_attention(setup, (1, 0, 2, 3), False, True)["change"],
+                               atol=1e-6)
+    with pytest.raises(traitlets.TraitError, match="order must be one of"):
+        fig.order = "A A B C"

@@ -84,3 +84,34 @@ def test_toolkit_adds_little_to_the_site(built_book):
     anywidget_js = built_book / "_static" / "vendor" / "anywidget" / "index.js"
     page = built_book / PAGE
     assert anywidget_js.stat().st_size + page.stat().st_size < 5_000_000
+
+
+def test_reorder_figure_follows_every_control(visit, site):
+    from attention_course.figures import ORDERS, reorder_attention
+    from attention_course.figures.reorder import TOKENS, reorder_setup
+
+    setup = reorder_setup()
+    v = visit(f"{site}/book/chapter8/self-attention.html", "figure-8-10.png")
+    page = v.page
+    page.locator(".reorder-fig").wait_for(timeout=10_000)
+    select = page.locator(".reorder-fig [data-control=order]").first
+    # (state to check, check boxes to toggle first)
+    steps = [((False, False), []), ((True, False), ["positions"]),
+             ((False, True), ["positions", "causal"])]
+    for (positions, causal), toggles in steps:
+        for box in toggles:
+            page.locator(f".reorder-fig [data-control={box}]").first.press("Space")
+        select.focus()
+        select.press("Home")
+        for name, order in ORDERS.items():
+            assert select.input_value() == name
+            ref = reorder_attention(setup, order, positions, causal)
+            for i in range(4):
+                for j in range(4):
+                    shown = float(page.locator(f".reorder-fig [data-readout=A-{i}-{j}]").first.inner_text())
+                    assert abs(shown - ref["A"][i, j]) <= 6e-4, (name, positions, causal, i, j)
+            for t, token in enumerate(TOKENS):
+                shown = float(page.locator(f".reorder-fig [data-readout=change-{token}]").first.inner_text())
+                assert abs(shown - ref["change"][t]) <= 6e-4, (name, positions, causal, token)
+            select.press("ArrowDown")
+    assert v.external == [] and v.real_errors() == []

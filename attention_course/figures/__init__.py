@@ -12,3 +12,4 @@ which the browser tests compare with what the page displays.
 from attention_course.figures.base import CourseFigure  # noqa: F401
 from attention_course.figures.qkv import QKVExplorer, qkv_attention, DEFAULT_KEYS, DEFAULT_VALUES  # noqa: F401
 from attention_course.figures.softmax_peak import SoftmaxPeakFigure, softmax_peak_curves  # noqa: F401
+from attention_course.figures.reorder import ORDERS, ReorderFigure, reorder_attention  # noqa: F401

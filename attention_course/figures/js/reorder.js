@@ -1,0 +1,69 @@
+// Figure 8.10: reorder four tokens; one self-attention head; positions and causal mask on slots.
+import * as common from "./common.js";
+
+const NAMES = ["A", "B", "C", "D"];
+const matmul = (A, B) => A.map((row) => B[0].map((_, j) => row.reduce((s, a, k) => s + a * B[k][j], 0)));
+
+export function reorderAttention(setup, order, positions, causal) {
+  const run = (ord) => {
+    let X = ord.map((t) => setup.X[t].slice());
+    if (positions) X = X.map((row, i) => row.map((x, j) => x + setup.P[i][j]));
+    const Q = matmul(X, setup.W_Q), K = matmul(X, setup.W_K), V = matmul(X, setup.W_V);
+    const scale = 1 / Math.sqrt(K[0].length);
+    const A = Q.map((q, i) => common.softmax(K.map((k, j) =>
+      causal && j > i ? -Infinity : q.reduce((s, x, c) => s + x * k[c], 0) * scale)));
+    const O = matmul(A, V);
+    const byToken = [];
+    ord.forEach((t, slot) => { byToken[t] = O[slot]; });
+    return { A, byToken };
+  };
+  const now = run(order), original = run([0, 1, 2, 3]);
+  const change = now.byToken.map((row, t) => Math.max(...row.map((x, j) => Math.abs(x - original.byToken[t][j]))));
+  return { A: now.A, change };
+}
+
+function render({ model, el }) {
+  common.injectStyle();
+  const root = common.h("div", { class: "course-fig reorder-fig", role: "figure",
+                                 "aria-label": model.get("title") });
+  const selectId = `course-fig-order-${Math.random().toString(36).slice(2)}`;
+  const select = common.h("select", { id: selectId, "data-control": "order" },
+                          Object.keys(model.get("orders")).map((o) => common.h("option", { value: o }, o)));
+  const orderControl = common.h("div", { class: "control" }, [common.h("label", { for: selectId }, "token order"), select]);
+  const positions = common.checkbox({ label: "add position vectors", checked: model.get("positions"), name: "positions" });
+  const causal = common.checkbox({ label: "causal mask", checked: model.get("causal"), name: "causal" });
+  const matrix = common.h("table", { "aria-label": "attention matrix, rows are queries" });
+  const changes = common.h("table", { "aria-label": "how far each token's output moved" });
+  root.append(common.h("div", { class: "controls" }, [orderControl, positions.wrap, causal.wrap]),
+              common.h("p", {}, "Attention weights (rows: queries, columns: keys, each labelled by the token in that slot):"),
+              matrix, common.h("p", {}, "How far each token's output moved from the original order:"), changes);
+  el.append(root);
+
+  function draw() {
+    const orders = model.get("orders");
+    const order = orders[model.get("order")];
+    const r = reorderAttention(model.get("setup"), order, model.get("positions"), model.get("causal"));
+    const head = common.h("tr", {}, [common.h("th", {}, ""), ...order.map((t) => common.h("th", {}, NAMES[t]))]);
+    matrix.replaceChildren(head, ...r.A.map((row, i) => common.h("tr", {}, [
+      common.h("th", {}, NAMES[order[i]]),
+      ...row.map((w, j) => common.h("td", {
+        class: "num", "data-readout": `A-${i}-${j}`,
+        style: `background: rgba(0, 114, 178, ${w.toFixed(3)}); color: ${w > 0.55 ? "#fff" : "#000"}`,
+      }, common.fmt(w))),
+    ])));
+    changes.replaceChildren(common.h("tr", {}, NAMES.map((n) => common.h("th", {}, n))),
+      common.h("tr", {}, r.change.map((c, t) => common.h("td", { class: "num", "data-readout": `change-${NAMES[t]}` }, common.fmt(c)))));
+    select.value = model.get("order");
+    positions.input.checked = model.get("positions");
+    causal.input.checked = model.get("causal");
+  }
+
+  const set = (name, value) => { model.set(name, value); model.save_changes(); };
+  select.addEventListener("change", () => set("order", select.value));
+  positions.input.addEventListener("change", () => set("positions", positions.input.checked));
+  causal.input.addEventListener("change", () => set("causal", causal.input.checked));
+  for (const name of ["order", "positions", "causal", "setup"]) model.on(`change:${name}`, draw);
+  draw();
+}
+
+export default { render };
