@@ -185,9 +185,9 @@ def similarity_by_gap(codes: torch.Tensor) -> dict:
 
 
 def naive_attention(Q, K, V):
-    """Attention that materialises the (N_q, N_s) weight matrix (for memory comparisons)."""
-    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
-    return A @ V
+    """:func:`attention`'s output alone; it materialises the (N_q, N_s) weights (for memory
+    comparisons with ``scaled_dot_product_attention``)."""
+    return attention(Q, K, V)[0]
 
 
 def saved_activation_bytes(fn, *args) -> int:

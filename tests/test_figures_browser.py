@@ -80,12 +80,6 @@ def test_controls_are_labelled_and_figures_fit_a_phone(visit, site):
     assert page.evaluate("document.querySelector('.course-fig').scrollWidth <= document.querySelector('.course-fig').clientWidth")
 
 
-def test_toolkit_adds_little_to_the_site(built_book):
-    anywidget_js = built_book / "_static" / "vendor" / "anywidget" / "index.js"
-    page = built_book / PAGE
-    assert anywidget_js.stat().st_size + page.stat().st_size < 5_000_000
-
-
 def test_reorder_figure_follows_every_control(visit, site):
     from attention_course.figures import ORDERS, reorder_attention
     from attention_course.figures.reorder import TOKENS, reorder_setup

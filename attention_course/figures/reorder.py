@@ -12,6 +12,7 @@ import numpy as np
 import traitlets
 
 from attention_course.figures.base import CourseFigure
+from attention_course.transformer import sinusoidal_positions
 
 TOKENS = ("A", "B", "C", "D")
 ORDERS = {"A B C D": (0, 1, 2, 3), "B A C D": (1, 0, 2, 3), "D C B A": (3, 2, 1, 0),
@@ -21,8 +22,6 @@ ORDERS = {"A B C D": (0, 1, 2, 3), "B A C D": (1, 0, 2, 3), "D C B A": (3, 2, 1,
 def reorder_setup(seed: int = 3, d: int = 4) -> dict:
     """Token contents X (4, d), projections W_Q, W_K, W_V (d, d) and slot positions P (4, d)."""
     rng = np.random.default_rng(seed)
-    from attention_course.transformer import sinusoidal_positions
-
     return {"X": rng.normal(size=(4, d)).round(2).tolist(),
             "W_Q": (0.5 * rng.normal(size=(d, d))).round(2).tolist(),
             "W_K": (0.5 * rng.normal(size=(d, d))).round(2).tolist(),
