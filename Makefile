@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: book test browser-deps release benchmark clean
+.PHONY: book test browser-deps release grade benchmark clean
 
 book: $(STAMP)                       ## build the executed book into _build/html
 	$(PY) -m attention_course.build
@@ -34,6 +34,11 @@ release: $(STAMP)
 	$(VENV)/bin/jupytext --sync source/$(LAB)/$(LAB).md
 	$(VENV)/bin/nbgrader generate_assignment $(LAB) --force
 	$(VENV)/bin/nbgrader generate_solution $(LAB) --force
+
+# Hardened autograding of every submission (see book/instructors/grading.md).
+ASSIGNMENT ?= lab8
+grade: $(STAMP)
+	$(PY) -m attention_course.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
 
 benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 30 min)
 	$(PY) benchmarks/lab8_readers.py

@@ -155,6 +155,32 @@ def block_flops(n: int, d: int, r: int = 4) -> dict:
             "output projection": 2 * n * d * d, "MLP": 2 * n * d * r * d * 2}
 
 
+def block_trace(n: int, d: int, h: int, r: int = 4) -> list[dict]:
+    """Every operation of one pre-norm block, in order, for one sequence of ``n`` tokens.
+
+    Each entry: ``name``, ``shape`` (of its result; per-head results are (h, ...)), ``mixes``
+    (True where the result for one token depends on other tokens' content), ``residual`` (a
+    residual addition) and ``flops`` (2 x multiply-adds of its matrix products; 0 for the
+    element-wise steps, which are O(n d) and left out, as in :func:`block_flops`).
+    """
+    if d % h:
+        raise ValueError(f"d must be divisible by h (d_k = d / h), got d={d}, h={h}")
+    dk = d // h
+    ops = [("X (input)", (n, d), False, False, 0),
+           ("LN1(X)", (n, d), False, False, 0),
+           ("Q, K, V = LN1(X) W_Q, W_K, W_V", (h, n, dk), False, False, 2 * n * d * 3 * d),
+           ("S = Q K^T / sqrt(d_k)", (h, n, n), True, False, 2 * n * n * d),
+           ("A = softmax over each row of S", (h, n, n), True, False, 0),
+           ("heads = A V", (h, n, dk), True, False, 2 * n * n * d),
+           ("MHA = concat(heads) W_O", (n, d), False, False, 2 * n * d * d),
+           ("U = X + MHA", (n, d), False, True, 0),
+           ("LN2(U)", (n, d), False, False, 0),
+           ("GELU(LN2(U) W_1)", (n, r * d), False, False, 2 * n * d * r * d),
+           ("MLP = GELU(...) W_2", (n, d), False, False, 2 * n * r * d * d),
+           ("Y = U + MLP", (n, d), False, True, 0)]
+    return [{"name": a, "shape": b, "mixes": c, "residual": e, "flops": f} for a, b, c, e, f in ops]
+
+
 def route_lengths(distance: int, kernel: int = 3) -> dict:
     """Fewest steps for information to travel ``distance`` positions, by kind of layer.
 

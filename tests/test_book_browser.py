@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-CHAPTER8 = ["index", "queries-keys-values", "self-attention", "positions", "transformer-block",
+CHAPTER8 = ["index", "bottleneck", "attention-over-states", "captioning", "queries-keys-values", "self-attention", "positions", "transformer-block",
             "computation-memory", "exercises"]
-PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8], "labs/lab8/lab8.html"]
+PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8], "labs/lab8/lab8.html",
+         "book/instructors/grading.html"]
 
 
 @pytest.mark.parametrize("page", PAGES)

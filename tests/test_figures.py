@@ -66,7 +66,7 @@ def test_saved_notebook_fallback_says_run_the_cell(make):
 
 
 def test_bundled_modules_are_self_contained():
-    for name in ("qkv", "softmax_peak"):
+    for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps"):
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
@@ -89,3 +89,75 @@ def test_reorder_reference_equivariance_and_masks():
                                atol=1e-6)
     with pytest.raises(traitlets.TraitError, match="order must be one of"):
         fig.order = "A A B C"
+
+
+def test_bottleneck_steps_reference():
+    from attention_course.figures import BottleneckFigure, bottleneck_steps
+
+    steps = bottleneck_steps(3, 16)
+    assert [s["phase"] for s in steps] == ["read"] * 3 + ["cross"] + ["write"] * 3
+    assert steps[2]["text"] == "h3 = f(h2, 7)" and steps[-1]["written"] == "427"
+    assert all(s["crossing"] == 0 for s in steps[:3]) and all(s["crossing"] == 16 for s in steps[3:])
+    assert bottleneck_steps(24, 12)[0]["per_symbol"] == 0.5
+    with pytest.raises(ValueError, match=r"1\.\.24"):
+        bottleneck_steps(25, 16)
+    fig = BottleneckFigure(n=5, step=10)
+    assert fig.operation.startswith("s5 = g(s4")
+    fig.n = 2                                   # the step is pulled back into range
+    assert fig.step == 4 and fig.operation == "s2 = g(s1, 4, c) -> 2"
+    with pytest.raises(traitlets.TraitError, match="width"):
+        fig.width = 0
+
+
+def test_caption_maps_readouts_and_validation():
+    from attention_course.figures import CaptionMapsFigure, map_readouts
+
+    grid = np.zeros((6, 6))
+    grid[0, :3] = [0.3, 0.25, 0.05]
+    grid[5, 5] = 0.4
+    assert map_readouts(grid) == {"peak": 0.4, "half_cells": 2, "cells": [35, 0]}
+    image = np.zeros((3, 48, 48), np.float32)
+    maps = [{"word": "a", "map": np.full((6, 6), 1 / 36)}, {"word": "red", "map": grid}]
+    fig = CaptionMapsFigure(image, maps)
+    assert (fig.peak, fig.half_cells) == (pytest.approx(1 / 36, abs=1e-5), 18)
+    fig.word_index = 1
+    assert (fig.peak, fig.half_cells) == (0.4, 2)
+    with pytest.raises(traitlets.TraitError, match=r"0\.\.1"):
+        fig.word_index = 2
+    data, _ = fig._repr_mimebundle_()
+    assert FALLBACK_TEXT in data["text/html"]
+
+
+def test_routes_positions_and_block_trace_figures_follow_their_references():
+    from attention_course.figures import (BlockTraceFigure, PositionSimilarityFigure,
+                                          PositionWavesFigure, RoutesFigure, pair_similarity, pair_wave)
+    from attention_course.transformer import route_lengths, sinusoidal_positions
+
+    routes = RoutesFigure(distance=9, kernel=4)
+    assert routes.steps == route_lengths(9, 4) == {"recurrent": 9, "convolution": 3, "self-attention": 1}
+    with pytest.raises(traitlets.TraitError, match="kernel"):
+        routes.kernel = 1
+
+    waves = PositionWavesFigure(d=16, pair=7, position=3)
+    P = sinusoidal_positions(64, 16).numpy()
+    wave = pair_wave(16, 7, 3)
+    assert wave["sin"] == pytest.approx(P[3, 14], abs=1e-6) and wave["cos"] == pytest.approx(P[3, 15], abs=1e-6)
+    waves.d = 8                                          # pair 7 no longer exists: pulled back to 3
+    assert waves.pair == 3 and waves.omega == pytest.approx(10000 ** (-6 / 8))
+    with pytest.raises(ValueError, match="even d"):
+        pair_wave(7, 0, 0)
+
+    codes = {"a": np.arange(12.0).reshape(6, 2), "b": np.ones((6, 2))}
+    sim = PositionSimilarityFigure(codes=codes, code="a", gap=2, position=1)
+    expected = pair_similarity(codes["a"], 1, 2)
+    assert expected == {"dot": 2 * 6 + 3 * 7, "min": 0 * 4 + 1 * 5, "max": 6 * 10 + 7 * 11}
+    assert (sim.dot, sim.low, sim.high) == (expected["dot"], expected["min"], expected["max"])
+    sim.gap = 5                                          # only pair (0, 5) remains: position pulled to 0
+    assert sim.position == 0 and sim.dot == sim.low == sim.high == 0 * 10 + 1 * 11
+    with pytest.raises(traitlets.TraitError, match="code must be one of"):
+        sim.code = "c"
+
+    trace = BlockTraceFigure(op=3, n=6, d=16, h=4, r=4)
+    assert trace.name.startswith("S = Q K^T") and trace.shape == [4, 6, 6] and trace.mixes
+    with pytest.raises(traitlets.TraitError, match="h must be one of"):
+        trace.h = 3

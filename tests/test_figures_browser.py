@@ -109,3 +109,156 @@ def test_reorder_figure_follows_every_control(visit, site):
                 assert abs(shown - ref["change"][t]) <= 6e-4, (name, positions, causal, token)
             select.press("ArrowDown")
     assert v.external == [] and v.real_errors() == []
+
+
+def test_bottleneck_figure_follows_every_control(visit, site):
+    from attention_course.figures import bottleneck_steps
+
+    v = visit(f"{site}/book/chapter8/bottleneck.html", "figure-8-1.png")
+    page = v.page
+    page.locator(".bottleneck-fig").wait_for(timeout=10_000)
+
+    def check(n, width, step):
+        ref = bottleneck_steps(n, width)[step]
+        shown = readouts(page, ".bottleneck-fig", ["phase", "operation", "crossing", "per-symbol"])
+        assert shown["phase"] == ref["phase"] and shown["operation"] == ref["text"], (n, width, step)
+        assert int(shown["crossing"]) == ref["crossing"]
+        assert abs(float(shown["per-symbol"]) - ref["per_symbol"]) <= 0.006
+
+    for step in range(7):                                   # 4 2 7: read, read, read, cross, write...
+        check(3, 16, step)
+        press(page, ".bottleneck-fig [data-control=step]", "ArrowRight")
+    check(3, 16, 6)                                         # the slider stops at the last step
+    press(page, ".bottleneck-fig [data-control=n]", "ArrowRight", 5)       # n = 8, step kept
+    check(8, 16, 6)
+    press(page, ".bottleneck-fig [data-control=width]", "ArrowLeft", 8)    # d = 8
+    check(8, 8, 6)
+    press(page, ".bottleneck-fig [data-control=step]", "End")
+    check(8, 8, 16)
+    press(page, ".bottleneck-fig [data-control=n]", "Home")                # n = 1: step clamped
+    check(1, 8, 2)
+    assert v.external == [] and v.real_errors() == []
+
+
+def test_caption_maps_figure_follows_every_control(visit, site):
+    from attention_course.caption_task import word_maps
+    from attention_course.data.scenes import random_scenes
+    from attention_course.figures import map_readouts
+    from attention_course.pretrained import load_or_train
+
+    maps = word_maps(load_or_train("captioner"), random_scenes(4, seed=2024)[0])   # as the page
+    v = visit(f"{site}/book/chapter8/captioning.html", "figure-8-5.png")
+    page = v.page
+    page.locator(".caption-maps-fig").wait_for(timeout=10_000)
+    press(page, ".caption-maps-fig [data-control=word]", "Home")
+    for relative in (True, False):
+        for i, m in enumerate(maps):
+            ref = map_readouts(m["map"])
+            shown = readouts(page, ".caption-maps-fig", ["word", "peak", "half-cells"])
+            assert shown["word"] == m["word"]
+            assert abs(float(shown["peak"]) - ref["peak"]) <= 6e-4, (i, relative)
+            assert int(shown["half-cells"]) == ref["half_cells"], (i, relative)
+            dashed = page.locator(".caption-maps-fig svg rect[stroke-dasharray]").count()
+            assert dashed == ref["half_cells"]
+            press(page, ".caption-maps-fig [data-control=word]", "ArrowRight")
+        press(page, ".caption-maps-fig [data-control=word]", "Home")
+        press(page, ".caption-maps-fig [data-control=relative]", "Space")
+    assert v.external == [] and v.real_errors() == []
+
+
+def test_routes_figure_follows_every_control(visit, site):
+    from attention_course.transformer import route_lengths
+
+    v = visit(f"{site}/book/chapter8/self-attention.html", "figure-8-9.png")
+    page = v.page
+    page.locator(".routes-fig").wait_for(timeout=10_000)
+
+    def check(distance, kernel):
+        for kind, steps in route_lengths(distance, kernel).items():
+            shown = page.locator(f".routes-fig [data-readout=steps-{kind}]").first.inner_text()
+            assert int(shown) == steps, (distance, kernel, kind)
+
+    check(8, 3)
+    press(page, ".routes-fig [data-control=distance]", "End")
+    check(24, 3)
+    for kernel in range(4, 10):
+        press(page, ".routes-fig [data-control=kernel]", "ArrowRight")
+        check(24, kernel)
+    press(page, ".routes-fig [data-control=distance]", "Home")
+    check(1, 9)
+    assert v.external == [] and v.real_errors() == []
+
+
+def test_position_figures_follow_every_control(visit, site):
+    from attention_course.figures import pair_similarity, pair_wave, position_codes
+
+    v = visit(f"{site}/book/chapter8/positions.html", "figures-8-11-8-12.png")
+    page = v.page
+    page.locator(".position-waves-fig").wait_for(timeout=10_000)
+
+    def check_wave(d, pair, position):
+        ref = pair_wave(d, pair, position)
+        shown = readouts(page, ".position-waves-fig", ["omega", "wavelength", "sin", "cos", "ratio"])
+        assert float(shown["omega"]) == pytest.approx(ref["omega"], rel=1e-3)
+        assert float(shown["wavelength"]) == pytest.approx(ref["wavelength"], abs=0.06)
+        for key in ("sin", "cos"):
+            assert abs(float(shown[key]) - ref[key]) <= 6e-4, (d, pair, position, key)
+        assert float(shown["ratio"]) == pytest.approx(ref["ratio"], abs=6e-4)
+
+    check_wave(32, 0, 5)
+    press(page, ".position-waves-fig [data-control=pair]", "End")
+    check_wave(32, 15, 5)
+    press(page, ".position-waves-fig [data-control=d]", "ArrowLeft", 2)     # d = 16: pair 15 -> 7
+    check_wave(16, 7, 5)
+    press(page, ".position-waves-fig [data-control=position]", "ArrowRight", 20)
+    check_wave(16, 7, 25)
+
+    codes = position_codes()                                                # what the page shows
+    root = ".position-similarity-fig"
+    select = page.locator(f"{root} [data-control=code]").first
+    for name in codes:
+        select.select_option(name)
+        for gap, position in ((5, 10), (6, 10), (63, 0)):
+            if gap == 6:
+                press(page, f"{root} [data-control=gap]", "ArrowRight")
+            if gap == 63:
+                press(page, f"{root} [data-control=gap]", "End")
+            ref = pair_similarity(codes[name], position, gap)
+            shown = readouts(page, root, ["dot", "low", "high"])
+            assert abs(float(shown["dot"]) - ref["dot"]) <= 2e-3, (name, gap)
+            assert abs(float(shown["low"]) - ref["min"]) <= 2e-3 and abs(float(shown["high"]) - ref["max"]) <= 2e-3
+        press(page, f"{root} [data-control=gap]", "Home")
+        press(page, f"{root} [data-control=gap]", "ArrowRight", 5)
+        press(page, f"{root} [data-control=position]", "Home")
+        press(page, f"{root} [data-control=position]", "ArrowRight", 10)
+    assert v.external == [] and v.real_errors() == []
+
+
+def test_block_trace_figure_follows_every_control(visit, site):
+    from attention_course.transformer import block_trace
+
+    v = visit(f"{site}/book/chapter8/transformer-block.html", "figures-8-13-8-14.png")
+    page = v.page
+    root = ".block-trace-fig"
+    page.locator(root).wait_for(timeout=10_000)
+
+    def check(n, d, h, r):
+        trace, doubled = block_trace(n, d, h, r), block_trace(2 * n, d, h, r)
+        press(page, f"{root} [data-control=op]", "Home")
+        for i, step in enumerate(trace):
+            shown = readouts(page, root, ["op", "shape", "mixes", "flops", "ratio"])
+            assert shown["op"] == step["name"]
+            assert shown["shape"] == " × ".join(map(str, step["shape"]))
+            assert shown["mixes"].startswith("Mixes") == step["mixes"]
+            assert int(shown["flops"].replace(",", "")) == step["flops"]
+            if step["flops"]:
+                assert float(shown["ratio"]) == doubled[i]["flops"] / step["flops"]
+            press(page, f"{root} [data-control=op]", "ArrowRight")
+
+    check(7, 16, 4, 4)
+    press(page, f"{root} [data-control=n]", "ArrowRight")       # N = 8
+    press(page, f"{root} [data-control=d]", "ArrowRight")       # d = 24
+    press(page, f"{root} [data-control=h]", "ArrowRight")       # h = 8
+    press(page, f"{root} [data-control=r]", "ArrowLeft")        # r = 3
+    check(8, 24, 8, 3)
+    assert v.external == [] and v.real_errors() == []

@@ -103,3 +103,46 @@ def test_flop_formula_matches_torch_counter():
     with FlopCounterMode(display=False) as counter:
         block(torch.randn(1, n, d))
     assert counter.get_total_flops() == sum(block_flops(n, d, r).values())
+
+
+def test_block_trace_matches_the_block_it_describes():
+    from attention_course.transformer import PreNormBlock, block_flops, block_trace
+
+    n, d, h, r = 5, 16, 4, 2
+    torch.manual_seed(0)
+    block = PreNormBlock(d, h, r).eval()
+    X = torch.randn(1, n, d)
+    a = block.ln1(X)
+    q = block.mha.in_proj(a)[..., :d].view(1, n, h, d // h).transpose(1, 2)     # (1, h, n, d/h)
+    hidden = block.mlp[1](block.mlp[0](block.ln2(X + block.mha(a)[0])))
+    trace = {t["name"]: t for t in block_trace(n, d, h, r)}
+    assert trace["Q, K, V = LN1(X) W_Q, W_K, W_V"]["shape"] == tuple(q.shape[1:])
+    assert trace["GELU(LN2(U) W_1)"]["shape"] == tuple(hidden.shape[1:])
+    assert trace["S = Q K^T / sqrt(d_k)"]["shape"] == (h, n, n)
+    assert sum(t["flops"] for t in trace.values()) == sum(block_flops(n, d, r).values())
+    assert [t["name"] for t in trace.values() if t["residual"]] == ["U = X + MHA", "Y = U + MLP"]
+    with pytest.raises(ValueError, match="divisible"):
+        block_trace(4, 10, 4)
+
+
+def test_block_trace_mixing_flags_agree_with_a_perturbation():
+    from attention_course.transformer import PreNormBlock, block_trace
+
+    n, d, h = 4, 8, 2
+    torch.manual_seed(1)
+    block = PreNormBlock(d, h).eval()
+
+    def rows_of_token_2(X):
+        a = block.ln1(X)
+        q, k, v = block.mha.in_proj(a).chunk(3, dim=-1)                      # (1, n, d) each
+        S = q @ k.transpose(1, 2) / (d // h) ** 0.5                          # one head's view
+        return {"Q, K, V = LN1(X) W_Q, W_K, W_V": q[0, 2], "S = Q K^T / sqrt(d_k)": S[0, 2],
+                "A = softmax over each row of S": S[0, 2].softmax(-1), "LN1(X)": a[0, 2]}
+
+    X = torch.randn(1, n, d)
+    Y = X.clone()
+    Y[0, 0] = torch.randn(d)
+    before, after = rows_of_token_2(X), rows_of_token_2(Y)
+    flags = {t["name"]: t["mixes"] for t in block_trace(n, d, h)}
+    for name in before:
+        assert (not torch.allclose(before[name], after[name])) == flags[name], name

@@ -13,3 +13,9 @@ from attention_course.figures.base import CourseFigure  # noqa: F401
 from attention_course.figures.qkv import QKVExplorer, qkv_attention, DEFAULT_KEYS, DEFAULT_VALUES  # noqa: F401
 from attention_course.figures.softmax_peak import SoftmaxPeakFigure, softmax_peak_curves  # noqa: F401
 from attention_course.figures.reorder import ORDERS, ReorderFigure, reorder_attention  # noqa: F401
+from attention_course.figures.bottleneck import BottleneckFigure, bottleneck_steps  # noqa: F401
+from attention_course.figures.caption_maps import CaptionMapsFigure, map_readouts  # noqa: F401
+from attention_course.figures.routes import RoutesFigure  # noqa: F401
+from attention_course.figures.positions import (  # noqa: F401
+    PositionSimilarityFigure, PositionWavesFigure, pair_similarity, pair_wave, position_codes)
+from attention_course.figures.block_trace import BlockTraceFigure  # noqa: F401

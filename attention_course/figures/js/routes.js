@@ -1,0 +1,64 @@
+// Figure 8.9: steps from one position to another: recurrent chain, convolution stack, attention.
+import * as common from "./common.js";
+
+const W = 380, ROW = 70, PAD = 14;
+
+// Mirrors attention_course.transformer.route_lengths.
+export function routeLengths(distance, kernel) {
+  return { recurrent: distance, convolution: Math.ceil(distance / (kernel - 1)), "self-attention": 1 };
+}
+
+function render({ model, el }) {
+  common.injectStyle();
+  const root = common.h("div", { class: "course-fig routes-fig", role: "figure",
+                                 "aria-label": model.get("title") });
+  const distance = common.slider({ label: "distance", min: 1, max: 24, step: 1,
+                                   value: model.get("distance"), name: "distance" });
+  const kernel = common.slider({ label: "convolution width k", min: 2, max: 9, step: 1,
+                                 value: model.get("kernel"), name: "kernel" });
+  const svg = common.s("svg", { viewBox: `0 0 ${W} ${3 * ROW}`, role: "img",
+                                "aria-label": "three routes from the first position to the last" });
+  const table = common.h("table", { "aria-label": "steps on the shortest route" });
+  root.append(common.h("div", { class: "controls" }, [distance.wrap, kernel.wrap]), svg, table);
+  el.append(root);
+
+  function draw() {
+    const dist = model.get("distance"), k = model.get("kernel");
+    const steps = routeLengths(dist, k);
+    const x = (i) => PAD + (i * (W - 2 * PAD)) / dist;
+    svg.replaceChildren();
+    const kinds = [["recurrent", "#0072b2"], ["convolution", "#009e73"], ["self-attention", "#d55e00"]];
+    kinds.forEach(([kind, colour], row) => {
+      const y = row * ROW + 44;
+      const label = common.s("text", { x: PAD, y: row * ROW + 14, "font-size": 12, fill: colour });
+      label.textContent = `${kind}: ${steps[kind]} step${steps[kind] > 1 ? "s" : ""}`;
+      svg.append(label);
+      // the hops of the shortest route, as arcs from position to position
+      const hops = kind === "recurrent" ? [...Array(dist + 1).keys()]
+        : kind === "convolution" ? [...Array(steps.convolution + 1).keys()].map((j) => Math.min(dist, j * (k - 1)))
+        : [0, dist];
+      for (let j = 1; j < hops.length; j++) {
+        const a = x(hops[j - 1]), b = x(hops[j]), lift = Math.min(22, 4 + (b - a) / 6);
+        svg.append(common.s("path", { d: `M ${a} ${y} Q ${(a + b) / 2} ${y - 2 * lift} ${b} ${y}`,
+                                      fill: "none", stroke: colour, "stroke-width": 2 }));
+      }
+      for (let i = 0; i <= dist; i++) {
+        const end = i === 0 || i === dist;
+        svg.append(common.s("circle", { cx: x(i), cy: y, r: end ? 5 : 3, fill: end ? "#000" : "#999" }));
+      }
+    });
+    table.replaceChildren(common.h("tr", {}, [common.h("th", {}, "layer"), common.h("th", {}, "steps")]),
+      ...kinds.map(([kind]) => common.h("tr", {}, [common.h("td", {}, kind),
+        common.h("td", { class: "num", "data-readout": `steps-${kind}` }, String(steps[kind]))])));
+    distance.input.value = dist; distance.out.textContent = String(dist);
+    kernel.input.value = k; kernel.out.textContent = String(k);
+  }
+
+  const set = (name, value) => { model.set(name, value); model.save_changes(); };
+  distance.input.addEventListener("input", () => set("distance", Number(distance.input.value)));
+  kernel.input.addEventListener("input", () => set("kernel", Number(kernel.input.value)));
+  for (const name of ["distance", "kernel"]) model.on(`change:${name}`, draw);
+  draw();
+}
+
+export default { render };

@@ -1,0 +1,107 @@
+"""What hardened grading costs: one submission, and a batch of 20 over one core and all cores.
+
+    .venv/bin/python benchmarks/grading_throughput.py
+
+Target (hardened-grading issue): the hardened path adds at most 50 % to one submission's grading
+time compared with plain ``nbgrader autograde``; a batch can use every core. Writes
+``benchmarks/results/grading_throughput.md``. The batch is 20 generated submissions: 10 copies of
+the solution and 10 with one task broken in different ways (wrong values, an exception, a loop
+cut by the time limit, a killed kernel), so restarts are part of the measurement.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import torch
+
+from attention_course.grading import pipeline
+from attention_course.grading.hardened import Course, grade_batch, nbgrader_meta
+from attention_course.grading.kernel import Limits
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "benchmarks" / "results" / "grading_throughput.md"
+REPEATS = 3
+BROKEN = {
+    "wrong": "def attention_map(weights, reading, n_columns):\n    return weights\n",
+    "raises": "def attention_map(weights, reading, n_columns):\n    raise ValueError\n",
+    "loop": "def attention_map(weights, reading, n_columns):\n    while True:\n        pass\n",
+    "exit": "import os\nos._exit(1)\n",
+    "dtype": "def attention_map(w, r, n):\n    return w[:min(len(r) + 1, w.shape[0]), :n].double()\n",
+}
+LIMITS = Limits(cell_seconds=30, run_seconds=300, memory_mb=6144)
+
+
+def make_batch(course_root: Path, solution: Path, count: int = 20) -> None:
+    kinds = list(BROKEN)
+    for i in range(count):
+        nb = nbformat.read(solution, as_version=4)
+        if i % 2:
+            kind = kinds[(i // 2) % len(kinds)]
+            next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "task6_solution").source = BROKEN[kind]
+        folder = course_root / "submitted" / f"student{i:02d}" / "lab8"
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / "lab8.ipynb")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        plain = pipeline.make_course(root / "plain", REPO / "source" / "lab8", "lab8")
+        _, solutions = pipeline.generate(plain, "lab8")
+        solution = solutions / "lab8.ipynb"
+
+        nbgrader_times, hardened_times = [], []
+        hardened = Course(plain.root, "lab8", limits=LIMITS)
+        for i in range(REPEATS):
+            student = f"one{i}"
+            pipeline.submit(plain, "lab8", student, solution)
+            start = time.perf_counter()
+            plain.nbgrader("autograde", "lab8", "--force", f"--student={student}")
+            nbgrader_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            [result] = grade_batch(hardened, jobs=1, students={student: plain.root / "submitted" / student / "lab8" / "lab8.ipynb"})
+            hardened_times.append(time.perf_counter() - start)
+            assert result.score == 23, result
+
+        batch_course = pipeline.make_course(root / "batch", REPO / "source" / "lab8", "lab8")
+        pipeline.generate(batch_course, "lab8")
+        make_batch(batch_course.root, solution)
+        batch = Course(batch_course.root, "lab8", limits=LIMITS)
+        walls = {}
+        for jobs in (1, os.cpu_count() or 1):
+            start = time.perf_counter()
+            results = grade_batch(batch, jobs=jobs)
+            walls[jobs] = time.perf_counter() - start
+            assert sum(r.score == 23 for r in results) == 10
+            assert all(r.score == 21 for r in results if r.score != 23)
+
+    one_plain, one_hard = statistics.median(nbgrader_times), statistics.median(hardened_times)
+    lines = [
+        "# Hardened grading: cost", "",
+        f"Measured by `benchmarks/grading_throughput.py` on {platform.machine()}, "
+        f"{os.cpu_count()} cores, torch {torch.__version__}, Python {sys.version.split()[0]}.", "",
+        "## One submission (the Lab 8 solution), median of 3", "",
+        "| path | seconds |", "|---|---|",
+        f"| `nbgrader autograde` (NBGRADER_EXECUTION set: the lab trains for 20 steps) | {one_plain:.1f} |",
+        f"| hardened (rebuild, sandboxed kernel, probes, checks in the grader) | {one_hard:.1f} |",
+        f"| hardened / nbgrader | {one_hard / one_plain:.2f} (target: at most 1.50) |", "",
+        "## A batch of 20 submissions (10 correct, 10 with task 6 broken in five ways)", "",
+        "| workers | wall seconds | per submission |", "|---|---|---|",
+        *[f"| {jobs} | {wall:.1f} | {wall / 20:.1f} |" for jobs, wall in walls.items()], "",
+        "Scores were identical in both runs; the gradebook is written once, by the parent process,",
+        "after the workers finish. The broken submissions include a loop stopped by the 30 s cell",
+        "limit and a kernel killed by `os._exit`, each followed by a kernel restart.",
+    ]
+    OUT.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Adversarial submissions through the hardened grader: each must end in the safe outcome.
+
+One batch grades every variant of the Lab 8 solution below (two at a time, as an instructor would),
+then each test reads its student's result. Task 6 (``attention_map``, 2 points) is the usual
+target because no other task depends on it: a submission that only breaks it scores 23 - 2 = 21.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from nbgrader.utils import compute_checksum
+
+from attention_course.grading import pipeline, sandbox
+from attention_course.grading.hardened import (Course, grade_batch, nbgrader_meta, write_feedback,
+                                               write_gradebook, write_report)
+from attention_course.grading.kernel import Limits
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+FULL, WITHOUT_TASK6 = 23.0, 21.0
+LIMITS = Limits(cell_seconds=15, run_seconds=240, memory_mb=4096)
+
+
+def cell(nb, gid):
+    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == gid)
+
+
+def with_task6(nb, code):
+    cell(nb, "task6_solution").source = code
+    return nb
+
+
+def cuda_checkpoint() -> str:
+    """A torch.save file whose tensor claims to live on cuda:0 (as if saved on a GPU machine)."""
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(3.0)}, buf, _use_new_zipfile_serialization=False)
+    raw = buf.getvalue().replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+    return base64.b64encode(raw).decode()
+
+
+CORRECT_MAP = "    return weights[:min(len(reading) + 1, weights.shape[0]), :n_columns]\n"
+
+
+def variants(solution: nbformat.NotebookNode, course_root: Path) -> dict:
+    """student -> notebook (or a callable that writes their submission folder itself)."""
+    v = {}
+
+    def copy():
+        return nbformat.from_dict(json.loads(json.dumps(solution)))
+
+    v["good"], v["good_again"] = copy(), copy()
+    nb = copy(); cell(nb, "task1_scores_test").source = "pass"; v["t01_pass"] = nb
+    nb = copy(); c = cell(nb, "task1_scores_test"); c.source = "pass"
+    c.metadata.nbgrader["checksum"] = compute_checksum(c); v["t02_checksum"] = nb
+    nb = copy(); cell(nb, "task1_scores_test").metadata.nbgrader["points"] = 100; v["t03_points"] = nb
+    nb = copy(); c = cell(nb, "task2_context_test")
+    nb.cells[nb.cells.index(c)] = nbformat.v4.new_markdown_cell(c.source, metadata=c.metadata, id=c.id)
+    v["t04_markdown"] = nb
+    nb = copy(); cell(nb, "setup").source += "\nraise SystemExit('the locked cell was edited')"
+    v["t04_locked"] = nb
+    nb = copy(); nb.cells.remove(cell(nb, "task3_step_test")); v["t05_deleted"] = nb
+    nb = copy(); del cell(nb, "task4_edit_test").metadata["nbgrader"]; v["t05_stripped"] = nb
+    nb = copy(); cell(nb, "task1_scores_test").metadata.nbgrader["solution"] = True; v["t06_flipped"] = nb
+    nb = copy(); nb.cells.append(nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {
+        "grade": True, "grade_id": "bonus_test", "points": 50, "locked": True, "solution": False,
+        "schema_version": 3, "task": False}})); v["t06_fake"] = nb
+    nb = copy(); c = cell(nb, "task2_context_test")
+    twin = nbformat.from_dict(json.loads(json.dumps(c))); twin["id"] = "duplicate-of-context-test"
+    nb.cells.insert(nb.cells.index(c) + 1, twin); v["t07_duplicate"] = nb
+    nb = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n    return weights\n")
+    cell(nb, "task6_map_test").outputs = [nbformat.v4.new_output("stream", text="All tests passed!\n")]
+    cell(nb, "task6_map_test").execution_count = 1
+    v["t08_outputs"] = nb
+    v["t09_traceback"] = with_task6(copy(), "get_ipython().showtraceback = lambda *a, **k: None\n"
+                                    "get_ipython().showsyntaxerror = lambda *a, **k: None\n"
+                                    "def attention_map(weights, reading, n_columns):\n"
+                                    "    raise ValueError('hidden failure')\n")
+    v["t10_monkeypatch"] = with_task6(copy(), "import numpy, torch\n"
+                                      "torch.allclose = lambda *a, **k: True\n"
+                                      "torch.equal = lambda *a, **k: True\n"
+                                      "torch.testing.assert_close = lambda *a, **k: None\n"
+                                      "numpy.testing.assert_allclose = lambda *a, **k: None\n"
+                                      "def attention_map(weights, reading, n_columns):\n"
+                                      "    return torch.zeros(1, n_columns)\n")
+    v["t11_equal"] = with_task6(copy(), "class Anything:\n    shape = (5, 33)\n"
+                                "    def __eq__(self, other): return True\n"
+                                "def attention_map(weights, reading, n_columns):\n    return Anything()\n")
+    v["t11_subclass"] = with_task6(copy(), "class Sneaky(torch.Tensor):\n    def __eq__(self, other): return True\n"
+                                   "def attention_map(weights, reading, n_columns):\n"
+                                   "    return (weights[:min(len(reading) + 1, weights.shape[0]), :n_columns]).as_subclass(Sneaky)\n")
+    v["t11_dtype"] = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n"
+                                "    return weights[:min(len(reading) + 1, weights.shape[0]), :n_columns].double()\n")
+    v["t11_device"] = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n"
+                                 "    return weights[:min(len(reading) + 1, weights.shape[0]), :n_columns].to('meta')\n")
+    secrets = [course_root / "source/lab8/lab8.ipynb", course_root / "solutions/lab8/lab8.ipynb",
+               course_root / "gradebook.db", REPO / "source/lab8/lab8.md",
+               course_root / "submitted/good/lab8/lab8.ipynb"]
+    v["t12_read"] = with_task6(copy(), f"LEAKED = []\nfor _p in {[str(p) for p in secrets]!r}:\n"
+                               "    try:\n        LEAKED.append(len(open(_p, 'rb').read()) > 0)\n"
+                               "    except OSError:\n        pass\n"
+                               "def attention_map(weights, reading, n_columns):\n"
+                               "    if any(LEAKED):\n        return torch.zeros(1)\n" + CORRECT_MAP)
+    v["t13_gradebook"] = with_task6(copy(), "import sqlite3\n"
+                                    f"try:\n    _db = sqlite3.connect({str(course_root / 'gradebook.db')!r})\n"
+                                    "    _db.execute('update grade set auto_score = 999'); _db.commit()\n"
+                                    "except Exception:\n    pass\n"
+                                    "def attention_map(weights, reading, n_columns):\n" + CORRECT_MAP)
+    v["t14_exit"] = with_task6(copy(), "import os\nos._exit(3)\n")
+    v["t14_memory"] = with_task6(copy(), "_hog = bytearray(64 * 2 ** 30)\n")
+    nb = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n    while True:\n        pass\n")
+    nb.cells.insert(nb.cells.index(cell(nb, "task1_solution")) + 1, nbformat.v4.new_code_cell("while True:\n    pass"))
+    v["t15_loop"] = nb
+    v["t16_warning"] = with_task6(copy(), "import warnings\nwarnings.warn('a deprecation', DeprecationWarning)\n"
+                                  "def attention_map(weights, reading, n_columns):\n"
+                                  "    warnings.warn('this is fine', UserWarning)\n" + CORRECT_MAP)
+    nb = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n    return weights\n")
+    cell(nb, "task6_map_test").source += "\n0.5 * 2"
+    v["t17_number"] = nb
+    nb = copy(); nb.metadata["kernelspec"] = {"name": "bogus", "display_name": "Bogus", "language": "cobol"}
+    v["t18_kernelspec"] = nb
+    v["t18_corrupt"] = lambda folder: (folder / "lab8.ipynb").write_text('{"cells": [ this is not json')
+    v["t18_wrong_name"] = lambda folder: nbformat.write(copy(), folder / "Lab8-final.ipynb")
+    v["t18_missing"] = lambda folder: (folder / "notes.txt").write_text("forgot the notebook")
+    v["t19_environment"] = with_task6(copy(), "import os\n"
+                                      "def attention_map(weights, reading, n_columns):\n"
+                                      "    if 'NBGRADER_EXECUTION' in os.environ:\n" + "    " + CORRECT_MAP +
+                                      "    return torch.zeros(1)\n")
+    v["t20_cuda"] = with_task6(copy(), "import base64, io\n"
+                               f"_ckpt = torch.load(io.BytesIO(base64.b64decode({cuda_checkpoint()!r})))\n"
+                               "def attention_map(weights, reading, n_columns):\n"
+                               "    part = weights.cuda()[:min(len(reading) + 1, weights.shape[0]), :n_columns]\n"
+                               "    return part.to('cuda').cpu() + 0 * _ckpt['w'].sum()\n")
+    return v
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if not sandbox.available():
+        pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
+    root = tmp_path_factory.mktemp("hardened")
+    course = pipeline.make_course(root, REPO / "source" / "lab8", "lab8")
+    _, solutions = pipeline.generate(course, "lab8")
+    solution = nbformat.read(solutions / "lab8.ipynb", as_version=4)
+    for student, nb in variants(solution, course.root).items():
+        folder = course.root / "submitted" / student / "lab8"
+        folder.mkdir(parents=True)
+        nb(folder) if callable(nb) else nbformat.write(nb, folder / "lab8.ipynb")
+    hardened = Course(course.root, "lab8", seed=5, limits=LIMITS)
+    gradebook = course.root / "gradebook.db"
+    before = hashlib.sha256(gradebook.read_bytes()).hexdigest()
+    results = {r.student: r for r in grade_batch(hardened, jobs=2)}
+    after = hashlib.sha256(gradebook.read_bytes()).hexdigest()
+    write_gradebook(hardened, list(results.values()))
+    for r in results.values():
+        write_feedback(hardened, r)
+    report = write_report(hardened, list(results.values()))
+    return {"results": results, "course": hardened, "gradebook_untouched": before == after,
+            "report": report}
+
+
+def score(graded, student):
+    return graded["results"][student].score
+
+
+def by_cell(graded, student):
+    return {c.grade_id: c for c in graded["results"][student].cells}
+
+
+def test_the_solution_gets_full_marks_and_grading_is_deterministic(graded):
+    good, again = graded["results"]["good"], graded["results"]["good_again"]
+    assert good.score == FULL and good.error == "" and good.flags == []
+    assert [(c.grade_id, c.score, c.status) for c in good.cells] == \
+           [(c.grade_id, c.score, c.status) for c in again.cells]
+
+
+@pytest.mark.parametrize("student, flag", [("t01_pass", "edited"), ("t02_checksum", "edited"),
+                                           ("t04_markdown", "type changed"), ("t04_locked", "locked cell"),
+                                           ("t05_deleted", "missing"), ("t05_stripped", "metadata removed"),
+                                           ("t07_duplicate", "duplicate")])
+def test_tampered_tests_are_restored_and_graded_in_full(graded, student, flag):
+    result = graded["results"][student]
+    assert result.score == FULL and result.error == ""
+    assert any(flag in f for f in result.flags), result.flags
+
+
+def test_edited_points_are_ignored(graded):
+    cells = by_cell(graded, "t03_points")
+    assert cells["task1_scores_test"].points == 2 and cells["task1_scores_test"].score == 2
+    assert score(graded, "t03_points") == FULL
+
+
+@pytest.mark.parametrize("student", ["t06_flipped", "t06_fake"])
+def test_flipped_flags_and_fake_tests_fail_closed(graded, student):
+    result = graded["results"][student]
+    assert result.score == 0 and "tampered" in result.error and result.flags
+    assert all(c.score in (0, None) for c in result.cells)
+
+
+@pytest.mark.parametrize("student", ["t08_outputs", "t09_traceback", "t10_monkeypatch", "t11_equal",
+                                     "t11_subclass", "t11_dtype", "t11_device", "t17_number",
+                                     "t19_environment"])
+def test_wrong_answers_get_nothing_however_they_are_dressed(graded, student):
+    cells = by_cell(graded, student)
+    assert cells["task6_map_test"].score == 0 and cells["task6_map_test"].reason
+    assert score(graded, student) == WITHOUT_TASK6
+
+
+def test_reasons_name_what_was_wrong(graded):
+    assert "raised ValueError" in by_cell(graded, "t09_traceback")["task6_map_test"].reason
+    assert "plain torch.Tensor" in by_cell(graded, "t11_subclass")["task6_map_test"].reason
+    assert "dtype" in by_cell(graded, "t11_dtype")["task6_map_test"].reason
+    assert "CPU" in by_cell(graded, "t11_device")["task6_map_test"].reason
+    assert "expected a tensor" in by_cell(graded, "t11_equal")["task6_map_test"].reason
+
+
+def test_course_files_cannot_be_read_or_the_gradebook_written(graded):
+    assert score(graded, "t12_read") == FULL            # every read failed, so the answer stayed right
+    assert score(graded, "t13_gradebook") == FULL
+    assert graded["gradebook_untouched"]
+
+
+def test_exits_memory_blowups_and_loops_cost_only_their_cells(graded):
+    for student, status in (("t14_exit", "died"), ("t14_memory", "MemoryError"), ("t15_loop", "timeout")):
+        cells = by_cell(graded, student)
+        assert cells["task6_map_test"].score == 0, student
+        assert score(graded, student) == WITHOUT_TASK6, (student, graded["results"][student].cells)
+        text = cells["task6_map_test"].status + cells["task6_map_test"].reason + " ".join(graded["results"][student].flags)
+        assert status in text, (student, text)
+
+
+def test_warnings_cuda_and_bogus_kernelspecs_do_not_cost_points(graded):
+    for student in ("t16_warning", "t18_kernelspec", "t20_cuda"):
+        assert score(graded, student) == FULL, (student, graded["results"][student].cells)
+
+
+@pytest.mark.parametrize("student, words", [("t18_corrupt", "not a readable notebook"),
+                                            ("t18_wrong_name", "Lab8-final.ipynb"),
+                                            ("t18_missing", "no notebook lab8.ipynb")])
+def test_unreadable_submissions_get_a_clear_zero(graded, student, words):
+    result = graded["results"][student]
+    assert result.score == 0 and words in result.error
+    assert len([c for c in result.cells if c.score == 0]) == 9
+
+
+def test_gradebook_feedback_and_report_agree(graded):
+    from nbgrader.api import Gradebook
+
+    course = graded["course"]
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        for student in ("good", "t11_dtype", "t06_flipped"):
+            assert gb.find_submission("lab8", student).score == score(graded, student)
+    feedback = (course.root / "feedback/t11_dtype/lab8/feedback.md").read_text()
+    line = next(x for x in feedback.splitlines() if x.startswith("| task6_map_test |"))
+    assert "| 0 / 2 | failed:" in line and "expected dtype torch.float32, got torch.float64" in line
+    assert "torch.testing" not in feedback and "_reference" not in feedback
+    rows = (graded["report"] / "report.csv").read_text().splitlines()
+    assert len(rows) == 1 + 12 * len(graded["results"])
+    assert "t18_corrupt" in (graded["report"] / "report.md").read_text()
