@@ -6,7 +6,8 @@
 2. copy the few files the pages need (MathJax, RequireJS, the ipywidgets HTML manager, and the
    course's ``widget-shims.js`` that connects them at any page depth) into
    ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
-3. run ``jupyter-book build`` with warnings as errors and execution caching.
+3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
+4. run ``jupyter-book build`` with warnings as errors and execution caching.
 
 Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
 """
@@ -17,6 +18,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from attention_course.outcomes import write_index
 
 ROOT = Path(__file__).resolve().parent.parent
 NPM_DIR = ROOT / "offline"
@@ -80,6 +83,7 @@ def copy_assets() -> Path:
 
 def build_book(strict: bool = True) -> Path:
     """Build the book into ``_build/html`` and return the path of its front page."""
+    write_index()                 # checks book/outcomes.yml against the pages, then the index page
     install_npm_assets()
     copy_assets()
     jb = Path(sys.executable).with_name("jupyter-book")

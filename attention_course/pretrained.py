@@ -22,6 +22,7 @@ import torch
 from attention_course.caption_task import CaptionTraining, caption_accuracy, train_captioner
 from attention_course.copy_task import (SHOWCASE, CopyTraining, alignment, copy_strings,
                                         diagonal_counts, evaluate_copying, train_copy_model)
+from attention_course.decoding import CharDecoder, DecoderConfig, DecoderTraining, train_char_decoder
 from attention_course.models.captioner import Captioner, CaptionerConfig
 from attention_course.models.copy_model import CopyConfig, CopyModel
 
@@ -57,6 +58,22 @@ def _measure_captioner(model: Captioner, reduced: bool) -> dict:
     return {f"caption_{k}": round(v, 4) for k, v in acc.items()}
 
 
+def _measure_decoder(model, reduced: bool) -> dict:
+    import torch
+
+    from attention_course.data.text import encode, load_text
+    from attention_course.decoding import generate
+
+    text = torch.tensor(encode(load_text()[-400:]))
+    n = model.config.context
+    windows = torch.stack([text[i:i + n + 1] for i in range(0, len(text) - n - 1, 16)])
+    with torch.no_grad():
+        logits = model(windows[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
+    return {"last_400_chars_loss": round(loss.item(), 4),
+            "continuation": generate(model, "the ferry ", 30)}
+
+
 def _copy_recipe(width: int, attention: bool = True) -> Recipe:
     kind = "attention" if attention else "fixed-context"
     return Recipe(name=f"copy-{'' if attention else 'fixed-'}w{width}",
@@ -67,6 +84,9 @@ def _copy_recipe(width: int, attention: bool = True) -> Recipe:
 
 RECIPES = {r.name: r for r in [
     _copy_recipe(16), _copy_recipe(8), _copy_recipe(32), _copy_recipe(16, attention=False),
+    Recipe(name="char-decoder", description="character-level decoder-only transformer (Section 12.2)",
+           config=DecoderConfig(), training=DecoderTraining(), build=CharDecoder,
+           train=train_char_decoder, measure=_measure_decoder),
     Recipe(name="captioner", description="shapes captioner with attention (Section 8.3)",
            config=CaptionerConfig(), training=CaptionTraining(), build=Captioner,
            train=train_captioner, measure=_measure_captioner),

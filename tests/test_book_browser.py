@@ -10,10 +10,13 @@ from __future__ import annotations
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-CHAPTER8 = ["index", "bottleneck", "attention-over-states", "captioning", "queries-keys-values", "self-attention", "positions", "transformer-block",
+CHAPTER8 = ["index", "bottleneck", "attention-over-states", "captioning", "queries-keys-values",
+            "self-attention", "positions", "transformer-block", "summary",
             "computation-memory", "exercises"]
-PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8], "labs/lab8/lab8.html",
-         "book/instructors/grading.html"]
+CHAPTER12 = ["index", "tokens", "decoding", "long-sequences", "images", "summary", "exercises"]
+PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8],
+         *[f"book/chapter12/{p}.html" for p in CHAPTER12], "labs/lab8/lab8.html",
+         "book/concepts.html", "book/instructors/grading.html"]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -45,3 +45,27 @@ def test_launch_and_download_buttons(built_book):
     for needle in ("mybinder.org", "colab.research.google.com", "hub.example.edu",
                    "_sources/book/chapter8/index"):
         assert needle in html, needle
+
+
+def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
+    from attention_course import outcomes
+
+    outcomes.check()
+    assert (outcomes.INDEX).read_text() == outcomes.render_index(), \
+        "book/concepts.md is stale: run `python -m attention_course.outcomes`"
+
+
+def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
+    import copy
+
+    from attention_course import outcomes
+
+    data = outcomes.load()
+    broken = copy.deepcopy(data)
+    broken["outcomes"]["encode-positions"]["assessed_by"] = []
+    with pytest.raises(outcomes.OutcomeError, match="encode-positions.*assessed by no"):
+        outcomes.check(broken)
+    moved = copy.deepcopy(data)
+    moved["outcomes"]["encode-positions"]["taught_in"] = ["book/chapter8/transformer-block"]
+    with pytest.raises(outcomes.OutcomeError, match="transformer-block: its box serves"):
+        outcomes.check(moved)

@@ -66,7 +66,8 @@ def test_saved_notebook_fallback_says_run_the_cell(make):
 
 
 def test_bundled_modules_are_self_contained():
-    for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps"):
+    for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps", "routes",
+                 "position_waves", "position_similarity", "block_trace", "bpe_steps", "patterns"):
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
@@ -161,3 +162,23 @@ def test_routes_positions_and_block_trace_figures_follow_their_references():
     assert trace.name.startswith("S = Q K^T") and trace.shape == [4, 6, 6] and trace.mixes
     with pytest.raises(traitlets.TraitError, match="h must be one of"):
         trace.h = 3
+
+
+def test_bpe_and_pattern_figures_follow_their_references():
+    from attention_course.figures import BPEStepsFigure, PatternFigure
+    from attention_course.long_attention import pattern
+    from attention_course.tokens import tokenize_with, train_bpe
+
+    text = "low low lower lowest"
+    result = train_bpe(text, 100)
+    fig = BPEStepsFigure(text, result, step=3)
+    symbols = tokenize_with(text, result.merges[:3])
+    assert (fig.tokens, fig.in_use) == (len(symbols), len(set(symbols))) == (11, 7)
+    with pytest.raises(traitlets.TraitError, match="step must be in"):
+        fig.step = len(result.merges) + 1
+    pat = PatternFigure(kind="global", n=10, window=1, globals_=1)
+    assert pat.pairs == int(pattern("global", 10, window=1, globals_=1).sum())
+    pat.kind = "bigbird"
+    assert pat.pairs == int(pattern("bigbird", 10, window=1, globals_=1, random_links=2, seed=0).sum())
+    with pytest.raises(traitlets.TraitError, match="n must be in"):
+        pat.n = 40

@@ -262,3 +262,46 @@ def test_block_trace_figure_follows_every_control(visit, site):
     press(page, f"{root} [data-control=r]", "ArrowLeft")        # r = 3
     check(8, 24, 8, 3)
     assert v.external == [] and v.real_errors() == []
+
+
+def test_bpe_figure_follows_its_slider(visit, site):
+    from attention_course.data.text import TEXT_DIR
+    from attention_course.tokens import tokenize_with, train_bpe
+
+    lines = (TEXT_DIR / "diner_review.txt").read_text().splitlines()
+    review = " ".join(l for l in lines if not l.startswith("#")).lower()        # as the page
+    merges = train_bpe(review, vocab_size=400).merges
+    v = visit(f"{site}/book/chapter12/tokens.html", "figure-bpe.png")
+    page = v.page
+    page.locator(".bpe-steps-fig").wait_for(timeout=10_000)
+    press(page, ".bpe-steps-fig [data-control=step]", "Home")
+    for k in range(0, len(merges) + 1):
+        if k % 7 == 0 or k == len(merges):
+            symbols = tokenize_with(review, merges[:k])
+            shown = readouts(page, ".bpe-steps-fig", ["tokens", "in-use"])
+            assert (int(shown["tokens"]), int(shown["in-use"])) == (len(symbols), len(set(symbols))), k
+        press(page, ".bpe-steps-fig [data-control=step]", "ArrowRight")
+    assert v.external == [] and v.real_errors() == []
+
+
+def test_pattern_figure_follows_every_control(visit, site):
+    from attention_course.long_attention import PATTERNS, pattern
+
+    v = visit(f"{site}/book/chapter12/long-sequences.html", "figure-patterns.png")
+    page = v.page
+    root = ".patterns-fig"
+    page.locator(root).wait_for(timeout=10_000)
+    select = page.locator(f"{root} [data-control=kind]").first
+    settings = [(24, 2, 3, 2), (17, 1, 2, 0), (32, 4, 5, 3)]
+    state = {"n": 24, "window": 2, "dilation": 3, "globals": 2}
+    for n, window, dilation, globals_ in settings:
+        for name, value in (("n", n), ("window", window), ("dilation", dilation), ("globals", globals_)):
+            key = "ArrowRight" if value > state[name] else "ArrowLeft"
+            press(page, f"{root} [data-control={name}]", key, abs(value - state[name]))
+            state[name] = value
+        for kind in PATTERNS:
+            select.select_option(kind)
+            expected = int(pattern(kind, n, window=window, dilation=dilation, globals_=globals_,
+                                   random_links=2, seed=0).sum())
+            assert int(readouts(page, root, ["pairs"])["pairs"]) == expected, (kind, n, window, dilation, globals_)
+    assert v.external == [] and v.real_errors() == []

@@ -146,3 +146,12 @@ def test_block_trace_mixing_flags_agree_with_a_perturbation():
     flags = {t["name"]: t["mixes"] for t in block_trace(n, d, h)}
     for name in before:
         assert (not torch.allclose(before[name], after[name])) == flags[name], name
+
+
+def test_peak_memory_of_naive_attention_grows_with_n_squared():
+    from attention_course.transformer import peak_memory_mb
+
+    small, large = peak_memory_mb("naive", 512), peak_memory_mb("naive", 2048)
+    assert large > 6 * small and peak_memory_mb("sdpa", 2048) < 0.1 * large
+    with pytest.raises(ValueError, match="naive"):
+        peak_memory_mb("flash", 8)

@@ -19,3 +19,5 @@ from attention_course.figures.routes import RoutesFigure  # noqa: F401
 from attention_course.figures.positions import (  # noqa: F401
     PositionSimilarityFigure, PositionWavesFigure, pair_similarity, pair_wave, position_codes)
 from attention_course.figures.block_trace import BlockTraceFigure  # noqa: F401
+from attention_course.figures.bpe_steps import BPEStepsFigure  # noqa: F401
+from attention_course.figures.patterns import PatternFigure  # noqa: F401

@@ -4,8 +4,8 @@
   picked out as a wave, with its frequency and wavelength read out. Reference:
   :func:`attention_course.transformer.sinusoidal_positions` and :func:`pair_wave`.
 * :class:`PositionSimilarityFigure` (8.12): the dot product of two codes against their gap, for
-  the sinusoid, a normalised index and an untrained random table; the read-out gives the chosen
-  pair's dot product and the range over every pair at the same gap. Reference:
+  the sinusoid, a normalised index and an untrained random table; the read-out shows the chosen
+  pair's product and the smallest and largest product among all pairs that far apart. Reference:
   :func:`pair_similarity`.
 """
 from __future__ import annotations

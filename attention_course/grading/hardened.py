@@ -26,6 +26,7 @@ import argparse
 import csv
 import importlib
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -355,7 +356,9 @@ def grade_batch(course: Course, jobs: int = 1, students: dict[str, Path] | None 
     if jobs <= 1:
         return [_grade_job(w) for w in work]
     results = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # "spawn", not fork: a forked worker can inherit locks held by the parent's threads (ZeroMQ,
+    # torch) and hang for ever -- it did once the parent had graded a notebook itself
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_grade_job, w): w[1] for w in work}
         for future in as_completed(futures):
             student = futures[future]
@@ -377,6 +380,11 @@ def write_gradebook(course: Course, results: list[SubmissionGrade], db_url: str 
     db_url = db_url or f"sqlite:///{course.root / 'gradebook.db'}"
     with warnings.catch_warnings(), Gradebook(db_url) as gb:
         warnings.simplefilter("ignore", SAWarning)          # nbgrader's own add_submission
+        try:
+            gb.find_assignment(course.assignment)
+        except MissingEntry:
+            raise SystemExit(f"{course.assignment} is not in the gradebook {db_url}: run "
+                             f"`nbgrader generate_assignment {course.assignment}` first") from None
         for result in results:
             gb.update_or_create_student(result.student)
             try:
@@ -428,6 +436,9 @@ def write_report(course: Course, results: list[SubmissionGrade], folder: Path | 
                                  c.status, c.reason])
     (folder / "report.json").write_text(json.dumps(
         [asdict(r) | {"score": r.score, "max_score": r.max_score} for r in results], indent=1))
+    def cell(text: str) -> str:                      # student-controlled text must not break the table
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
     lines = [f"# Grading report: {course.assignment}", "",
              f"{len(results)} submissions, seed {course.seed}, sandbox "
              f"{'on' if course.use_sandbox else 'OFF'}.", "",
@@ -435,8 +446,8 @@ def write_report(course: Course, results: list[SubmissionGrade], folder: Path | 
     for r in results:
         zeros = "; ".join(f"{c.grade_id}: {c.status} {c.reason}".strip() for c in r.cells
                           if c.score == 0 and c.points > 0)
-        lines.append(f"| {r.student} | {r.score:g} / {sum(c.points for c in r.cells if c.score is not None):g} | "
-                     f"{r.error or zeros} | {'; '.join(r.flags)} |")
+        lines.append(f"| {cell(r.student)} | {r.score:g} / {sum(c.points for c in r.cells if c.score is not None):g} | "
+                     f"{cell(r.error or zeros)} | {cell('; '.join(r.flags))} |")
     (folder / "report.md").write_text("\n".join(lines) + "\n")
     return folder
 

@@ -1,0 +1,69 @@
+// Interaction patterns of sparse attention; mirrors attention_course.long_attention.pattern.
+import * as common from "./common.js";
+
+const SIDE = 300;
+
+export function pattern(kind, n, window, dilation, globals, links) {
+  const m = [];
+  for (let i = 0; i < n; i++) {
+    const row = [];
+    for (let j = 0; j < n; j++) {
+      const gap = Math.abs(i - j);
+      let ok;
+      if (kind === "full") ok = true;
+      else if (kind === "causal") ok = j <= i;
+      else if (kind === "dilated") ok = gap <= window * dilation && gap % dilation === 0;
+      else {
+        ok = gap <= window;
+        if (kind === "global" || kind === "bigbird") ok = ok || i < globals || j < globals;
+      }
+      row.push(ok);
+    }
+    if (kind === "bigbird") for (const j of links[i]) row[j] = true;
+    m.push(row);
+  }
+  return m;
+}
+
+function render({ model, el }) {
+  common.injectStyle();
+  const root = common.h("div", { class: "course-fig patterns-fig", role: "figure", "aria-label": model.get("title") });
+  const selectId = `course-fig-kind-${Math.random().toString(36).slice(2)}`;
+  const select = common.h("select", { id: selectId, "data-control": "kind" },
+                          model.get("kinds").map((k) => common.h("option", { value: k }, k)));
+  const kind = common.h("div", { class: "control" }, [common.h("label", { for: selectId }, "pattern"), select]);
+  const n = common.slider({ label: "tokens N", min: 8, max: 32, step: 1, value: model.get("n"), name: "n" });
+  const window_ = common.slider({ label: "band half-width", min: 0, max: 6, step: 1, value: model.get("window"), name: "window" });
+  const dilation = common.slider({ label: "dilation", min: 1, max: 5, step: 1, value: model.get("dilation"), name: "dilation" });
+  const globals = common.slider({ label: "global tokens", min: 0, max: 4, step: 1, value: model.get("globals_"), name: "globals" });
+  const svg = common.s("svg", { viewBox: `0 0 ${SIDE} ${SIDE}`, role: "img", "aria-label": "rows: queries, columns: keys" });
+  const reading = common.h("p", {});
+  root.append(common.h("div", { class: "controls" }, [kind, n.wrap, window_.wrap, dilation.wrap, globals.wrap]), svg, reading);
+  el.append(root);
+
+  function draw() {
+    const N = model.get("n"), k = model.get("kind");
+    const m = pattern(k, N, model.get("window"), model.get("dilation"), model.get("globals_"), model.get("links")[String(N)]);
+    const cell = SIDE / N;
+    svg.replaceChildren();
+    let pairs = 0;
+    m.forEach((row, i) => row.forEach((ok, j) => {
+      if (ok) pairs++;
+      svg.append(common.s("rect", { x: j * cell, y: i * cell, width: cell - 0.5, height: cell - 0.5, fill: ok ? "#333" : "#eee" }));
+    }));
+    reading.replaceChildren(`${k}: `, common.h("strong", { class: "num", "data-readout": "pairs" }, String(pairs)),
+      ` of ${N * N} pairs may interact (${((100 * pairs) / (N * N)).toFixed(0)}%).`);
+    select.value = k;
+    for (const [c, name] of [[n, "n"], [window_, "window"], [dilation, "dilation"], [globals, "globals_"]]) {
+      c.input.value = model.get(name); c.out.textContent = String(model.get(name));
+    }
+  }
+  select.addEventListener("change", () => { model.set("kind", select.value); model.save_changes(); });
+  for (const [c, name] of [[n, "n"], [window_, "window"], [dilation, "dilation"], [globals, "globals_"]]) {
+    c.input.addEventListener("input", () => { model.set(name, Number(c.input.value)); model.save_changes(); });
+  }
+  for (const name of ["kind", "n", "window", "dilation", "globals_"]) model.on(`change:${name}`, draw);
+  draw();
+}
+
+export default { render };
