@@ -7,7 +7,6 @@ log-probability of the original word changes when the caption is scored again.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -16,6 +15,7 @@ from torch import nn
 
 from attention_course.data.scenes import (BACKGROUND, EOS, OBJECT_WORDS, PAD, WORDS,
                                           Scene, make_caption_batch, random_scenes)
+from attention_course.fitting import fit
 from attention_course.models.captioner import CELL, GRID, Captioner, CaptionerConfig
 
 
@@ -37,25 +37,17 @@ def train_captioner(config: CaptionerConfig = CaptionerConfig(),
     torch.manual_seed(training.seed)
     rng = np.random.default_rng(training.seed)
     model = Captioner(config)
-    opt = torch.optim.Adam(model.parameters(), lr=training.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, training.lr, total_steps=training.steps)
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
-    start, loss = time.perf_counter(), torch.tensor(0.0)
-    for step in range(training.steps):
-        seed = int(rng.integers(2 ** 31))
-        batch = make_caption_batch(random_scenes(training.batch, seed))
+
+    def next_batch(step):
+        return make_caption_batch(random_scenes(training.batch, int(rng.integers(2 ** 31))))
+
+    def loss_of(model, batch):
         logits, _ = model(batch)                                             # (B, T, V)
-        loss = loss_fn(logits.flatten(0, 1), batch.target.flatten())
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if log_every and step % log_every == 0:
-            print(f"step {step:5d}  loss {loss.item():.3f}", flush=True)
-    model.eval()
-    return model, {"train_seconds": round(time.perf_counter() - start, 1),
-                   "final_loss": round(loss.item(), 4)}
+        return loss_fn(logits.flatten(0, 1), batch.target.flatten())
+
+    record = fit(model, next_batch, loss_of, training.steps, training.lr, log_every=log_every)
+    return model, record
 
 
 def words_of(ids) -> list[str]:

@@ -6,7 +6,6 @@ the text trains it; windows of the last 15 % measure it; the sentence the book s
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -14,6 +13,7 @@ import torch
 from torch import nn
 
 from attention_course.data.text import LETTERS, PAD, decode, load_text, make_copy_batch, sample_windows
+from attention_course.fitting import fit
 from attention_course.metrics import character_error_rate, exact_accuracy
 from attention_course.models.copy_model import CopyConfig, CopyModel
 
@@ -50,24 +50,17 @@ def train_copy_model(config: CopyConfig, training: CopyTraining = CopyTraining()
     gen = torch.Generator().manual_seed(training.seed)
     train_text, _ = text_splits()
     model = CopyModel(config)
-    opt = torch.optim.Adam(model.parameters(), lr=training.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, training.lr, total_steps=training.steps)
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
-    start, loss = time.perf_counter(), torch.tensor(0.0)
-    for step in range(training.steps):
-        batch = make_copy_batch(training_strings(train_text, training, step, gen))
+
+    def next_batch(step):
+        return make_copy_batch(training_strings(train_text, training, step, gen))
+
+    def loss_of(model, batch):
         logits, _ = model(batch)                                   # (B, T, V)
-        loss = loss_fn(logits.flatten(0, 1), batch.target.flatten())
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if log_every and step % log_every == 0:
-            print(f"step {step:5d}  loss {loss.item():.3f}", flush=True)
-    model.eval()
-    return model, {"train_seconds": round(time.perf_counter() - start, 1),
-                   "final_loss": round(loss.item(), 4)}
+        return loss_fn(logits.flatten(0, 1), batch.target.flatten())
+
+    record = fit(model, next_batch, loss_of, training.steps, training.lr, log_every=log_every)
+    return model, record
 
 
 def training_strings(text: str, training: CopyTraining, step: int,

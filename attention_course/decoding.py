@@ -8,13 +8,13 @@ Shapes: B sequences, N positions, d width, h heads, V vocabulary (the 30 symbols
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from attention_course.data.text import VOCAB_SIZE, decode, encode, load_text
+from attention_course.fitting import fit
 from attention_course.transformer import PreNormBlock, causal_mask
 
 
@@ -97,23 +97,20 @@ def train_char_decoder(config: DecoderConfig = DecoderConfig(),
     torch.manual_seed(training.seed)
     ids = torch.tensor(encode(load_text()))
     model = CharDecoder(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=training.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, training.lr, total_steps=training.steps)
     gen = torch.Generator().manual_seed(training.seed)
-    start, loss = time.perf_counter(), torch.tensor(0.0)
     n = config.context
-    for _ in range(training.steps):
+
+    def next_batch(step):
         starts = torch.randint(0, len(ids) - n - 1, (training.batch,), generator=gen)
-        window = torch.stack([ids[s:s + n + 1] for s in starts.tolist()])   # (B, N+1)
+        return torch.stack([ids[s:s + n + 1] for s in starts.tolist()])   # (B, N+1)
+
+    def loss_of(model, window):
         logits = model(window[:, :-1])                                      # inputs: tokens 0..N-1
-        loss = nn.functional.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-    model.eval()
-    return model, {"train_seconds": round(time.perf_counter() - start, 1),
-                   "final_loss": round(loss.item(), 4)}
+        return nn.functional.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+
+    record = fit(model, next_batch, loss_of, training.steps, training.lr,
+                 optimizer=torch.optim.AdamW, clip=None)
+    return model, record
 
 
 @torch.no_grad()

@@ -29,6 +29,18 @@ def bundle_module(name: str) -> str:
     return common + "\n" + own.replace(COMMON_IMPORT, namespace)
 
 
+def figure_png(fig, dpi: int = 80) -> bytes:
+    """A matplotlib figure as PNG bytes (closing it): the static fallback of a course figure."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
 class CourseFigure(anywidget.AnyWidget):
     """An anywidget whose front end is ``js/<js_module>.js`` (plus the shared ``js/common.js``).
 

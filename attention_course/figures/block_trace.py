@@ -6,11 +6,9 @@ double and which quadruple. :func:`attention_course.transformer.block_trace` is 
 """
 from __future__ import annotations
 
-import io
-
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 from attention_course.transformer import block_trace
 
 HEADS = (1, 2, 4, 8)
@@ -66,7 +64,4 @@ class BlockTraceFigure(CourseFigure):
         ax.set(xlim=(0, 1), ylim=(-len(trace), 1))
         ax.set_title("orange: mixes tokens · blue: per token · gold: residual addition", fontsize=8)
         ax.axis("off")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

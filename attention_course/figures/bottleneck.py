@@ -8,11 +8,9 @@ picture the static book shows is drawn from it); the browser test checks the pag
 """
 from __future__ import annotations
 
-import io
-
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 
 DIGITS = "427915386042791538604279"         # starts with the chapter's example, 4 2 7
 MAX_LENGTH = len(DIGITS)
@@ -68,10 +66,7 @@ def small_multiples_png(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
         ax.set_title(f"n = {n}: one state of {width} numbers carries {n} digits "
                      f"({width / n:.2g} numbers per digit)", fontsize=9, loc="left")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig, dpi=90)
 
 
 class BottleneckFigure(CourseFigure):

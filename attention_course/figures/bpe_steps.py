@@ -6,11 +6,9 @@ in use. :func:`attention_course.tokens.tokenize_with` is the reference.
 """
 from __future__ import annotations
 
-import io
-
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 from attention_course.tokens import BPEResult, tokenize_with
 
 
@@ -49,7 +47,4 @@ class BPEStepsFigure(CourseFigure):
         ax.plot(self._result.in_use, label="distinct symbols in use")
         ax.set(xlabel="merges", ylabel="count")
         ax.legend(fontsize=8)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

@@ -16,7 +16,7 @@ import numpy as np
 import traitlets
 
 from attention_course.caption_task import half_mass_cells
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 
 
 def map_readouts(weights) -> dict:
@@ -84,7 +84,4 @@ class CaptionMapsFigure(CourseFigure):
             r = map_readouts(w)
             ax.set_title(f"{word}\n{r['peak']:.2f} / {r['half_cells']}", fontsize=7)
             ax.axis("off")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

@@ -6,12 +6,10 @@ is the reference; the read-out is the number of allowed pairs.
 """
 from __future__ import annotations
 
-import io
-
 import torch
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 from attention_course.long_attention import PATTERNS, pattern
 
 SIZES = range(8, 33)
@@ -70,7 +68,4 @@ class PatternFigure(CourseFigure):
                               globals_=self.globals_), cmap="Greys")
             ax.set_title(kind, fontsize=8)
             ax.axis("off")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

@@ -10,14 +10,13 @@
 """
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
 import torch
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 from attention_course.transformer import sinusoidal_positions
 
 N_POSITIONS = 64
@@ -48,15 +47,6 @@ def pair_similarity(codes, position: int, gap: int) -> dict:
         raise ValueError(f"need 0 <= gap < {len(C)} and 0 <= position < {len(C)} - gap")
     at_gap = (C[: len(C) - gap] * C[gap:]).sum(1)                     # (n - gap,)
     return {"dot": float(at_gap[position]), "min": float(at_gap.min()), "max": float(at_gap.max())}
-
-
-def _png(fig) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
 
 
 class PositionWavesFigure(CourseFigure):
@@ -95,7 +85,7 @@ class PositionWavesFigure(CourseFigure):
                 axes[1].plot(P[:, j], label=f"coordinate {j}")
         axes[1].set(xlabel="position")
         axes[1].legend(fontsize=7)
-        return _png(fig)
+        return figure_png(fig)
 
 
 class PositionSimilarityFigure(CourseFigure):
@@ -144,4 +134,4 @@ class PositionSimilarityFigure(CourseFigure):
             ax.fill_between(range(n), [s["min"] for s in stats], [s["max"] for s in stats], alpha=0.2)
         ax.set(xlabel="gap", ylabel="dot product")
         ax.legend(fontsize=7)
-        return _png(fig)
+        return figure_png(fig)

@@ -5,12 +5,10 @@ mix of the value colours. :func:`qkv_attention` is the reference the browser tes
 """
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 
 # Four keys in the plane and their values, RGB in [0, 1] (Okabe-Ito colours, legible for
 # colour-blind readers; every colour is also shown as numbers).
@@ -80,7 +78,4 @@ class QKVExplorer(CourseFigure):
         bars.bar([f"k{i + 1}" for i in range(len(self.key_vectors))], result["weights"],
                 color=self.value_colours)
         bars.set(ylim=(0, 1), title="weights")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

@@ -7,11 +7,9 @@ draws the three routes for a chosen distance and kernel width.
 """
 from __future__ import annotations
 
-import io
-
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 from attention_course.transformer import route_lengths
 
 MAX_DISTANCE = 24
@@ -28,10 +26,7 @@ def routes_png(distances=(2, 8, 24), kernel: int = 3) -> bytes:
     ax.set(xlabel="distance between the positions", ylabel="steps on the shortest route",
            title=f"convolution width {kernel}")
     ax.legend(fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig)
 
 
 class RoutesFigure(CourseFigure):

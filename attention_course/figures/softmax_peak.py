@@ -7,12 +7,10 @@ on one key; dividing by sqrt(d_k) keeps the variance at 1. The curves are comput
 """
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import traitlets
 
-from attention_course.figures.base import CourseFigure
+from attention_course.figures.base import CourseFigure, figure_png
 
 DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -76,7 +74,4 @@ class SoftmaxPeakFigure(CourseFigure):
             ax.plot(c["dks"], c[key], style, label=key.replace("_", ", "))
         ax.set(xscale="log", xlabel="d_k", ylabel="heaviest weight", ylim=(0, 1.02))
         ax.legend(fontsize=7)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
+        return figure_png(fig)

@@ -65,6 +65,7 @@ def kernel_environment(home: str) -> dict:
     """A clean environment for the kernel: no grading variables, nothing of the grader's own."""
     keep = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     env = {k: v for k, v in os.environ.items() if k in keep}
+    env.setdefault("OMP_NUM_THREADS", "1")      # probes are small; parallel graders share the cores
     env.update(HOME=home, IPYTHONDIR=os.path.join(home, ".ipython"), MPLCONFIGDIR=home,
                JUPYTER_RUNTIME_DIR=home, MPLBACKEND="agg", PYDEVD_DISABLE_FILE_VALIDATION="1")
     return env
