@@ -231,22 +231,32 @@ def saved_activation_bytes(fn, *args) -> int:
 
 
 _PEAK_SCRIPT = """
-import resource, sys, torch
+import sys, torch
 from attention_course.transformer import naive_attention
+
+def status_kb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
 n, heads, width, which = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 torch.manual_seed(0)
 Q, K, V = (torch.randn(1, heads, n, width, requires_grad=True) for _ in range(3))
 fn = naive_attention if which == "naive" else torch.nn.functional.scaled_dot_product_attention
 fn(Q[:, :, :8], K[:, :, :8], V[:, :, :8]).sum().backward()        # warm up kernels and allocator
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open("/proc/self/clear_refs", "w") as f:                      # reset the peak to the current RSS
+    f.write("5")
+before = status_kb("VmRSS")
 fn(Q, K, V).sum().backward()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+print(status_kb("VmHWM") - before)
 """
 
 
 def peak_memory_mb(which: str, n: int, heads: int = 4, width: int = 16) -> float:
     """Growth of the peak resident memory (MB) of a fresh process during one forward and backward
-    pass of ``"naive"`` attention or PyTorch's ``"sdpa"``, on the CPU, for (1, heads, n, width)."""
+    pass of ``"naive"`` attention or PyTorch's ``"sdpa"``, on the CPU, for (1, heads, n, width).
+
+    Linux only: the peak (VmHWM) is reset just before the pass through /proc/self/clear_refs."""
     import subprocess
     import sys
 
@@ -255,7 +265,7 @@ def peak_memory_mb(which: str, n: int, heads: int = 4, width: int = 16) -> float
     out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(n), str(heads), str(width), which],
                          check=True, capture_output=True, text=True,
                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
-    return int(out.stdout.split()[-1]) / 1024                  # ru_maxrss is in kB on Linux
+    return int(out.stdout.split()[-1]) / 1024                  # kB -> MB
 
 
 def training_state_bytes(model: nn.Module, optimizer_states_per_parameter: int = 2) -> dict:
