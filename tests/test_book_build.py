@@ -69,3 +69,15 @@ def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
     moved["outcomes"]["encode-positions"]["taught_in"] = ["book/chapter8/transformer-block"]
     with pytest.raises(outcomes.OutcomeError, match="transformer-block: its box serves"):
         outcomes.check(moved)
+
+
+def test_page_code_cells_stay_short():
+    """Pages show ideas; plumbing lives in the package (cells of at most 15 lines)."""
+    import jupytext
+
+    from conftest import REPO
+
+    long_cells = [(page.name, i) for page in sorted((REPO / "book").rglob("*.md"))
+                  for i, cell in enumerate(jupytext.read(page).cells)
+                  if cell.cell_type == "code" and len(cell.source.splitlines()) > 15]
+    assert long_cells == []
