@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 from jupyter_client import AsyncKernelManager
@@ -53,8 +54,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         cmd[0] = sys.executable if cmd[0] in ("python", "python3") else cmd[0]
         if not self.use_sandbox:
             return cmd
+        # the interpreter's environment and the course package must stay visible even when they
+        # live under /tmp (a CI checkout), which the kernel otherwise sees empty
+        keep = [sys.prefix, str(Path(__file__).resolve().parents[2])]
         return sandbox.wrap(cmd, self.sandbox_hide, self.sandbox_read_only, self.sandbox_memory_mb,
-                            self.sandbox_tmp)
+                            self.sandbox_tmp, keep)
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
