@@ -45,6 +45,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) benchmarks/lab8_variants.py
 	$(PY) benchmarks/lab8_notebook_timing.py
 	$(PY) -m attention_course.build && $(PY) benchmarks/figure_toolkit_cost.py
+	$(PY) benchmarks/grading_throughput.py
 
 clean:
 	rm -rf _build .pytest_cache
