@@ -10,7 +10,7 @@ from attention_course import decoding, long_attention, tokens, vision
 def test_bpe_merges_most_frequent_pairs_within_words_only():
     r = tokens.train_bpe("aa ab aa", vocab_size=100)
     assert r.merges[0] == ("a", "_")          # ("a", "_") and ("a", "a") both occur twice: "_" sorts first
-    assert all("_" not in a[:-1] for a, _ in r.merges)     # the end marker only ever ends a symbol
+    assert not any(a.endswith(tokens.END) for a, _ in r.merges)   # nothing is merged onto a word's end
     assert r.token_counts[-1] == 3 and r.tokenize("aa ab aa") == ["aa_", "ab_", "aa_"]
     assert "".join(r.tokenize("ba")).replace("_", "") == "ba"          # unseen words still tokenize
     with pytest.raises(ValueError, match="at least"):
@@ -123,3 +123,11 @@ def test_patches_embedding_windows_and_merging():
     assert merged.shape == (1, 2, 2, 10)
     with pytest.raises(ValueError, match="even"):
         vision.PatchMerging(5)(torch.randn(1, 3, 4, 5))
+
+
+def test_flops_and_seconds_counts_a_matrix_product():
+    from attention_course.cost import flops_and_seconds
+
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    flops, seconds = flops_and_seconds(torch.matmul, a, b, repeats=2)
+    assert flops == 2 * 8 * 16 * 4 and seconds >= 0

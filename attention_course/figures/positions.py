@@ -17,7 +17,7 @@ import torch
 import traitlets
 
 from attention_course.figures.base import CourseFigure, figure_png
-from attention_course.transformer import sinusoidal_positions
+from attention_course.transformer import similarity_by_gap, sinusoidal_positions
 
 N_POSITIONS = 64
 BASE = 10000.0
@@ -127,11 +127,11 @@ class PositionSimilarityFigure(CourseFigure):
 
         fig, ax = plt.subplots(figsize=(5.5, 3))
         for name, C in self.codes.items():
-            n = len(C)
-            stats = [pair_similarity(C, 0, g) for g in range(n)]
-            means = [float((np.asarray(C)[: n - g] * np.asarray(C)[g:]).sum(1).mean()) for g in range(n)]
-            ax.plot(range(n), means, label=name)
-            ax.fill_between(range(n), [s["min"] for s in stats], [s["max"] for s in stats], alpha=0.2)
+            by_gap = similarity_by_gap(torch.tensor(C, dtype=torch.float64))
+            gaps = list(by_gap)
+            ax.plot(gaps, [by_gap[g]["mean"] for g in gaps], label=name)
+            ax.fill_between(gaps, [by_gap[g]["min"] for g in gaps], [by_gap[g]["max"] for g in gaps],
+                            alpha=0.2)
         ax.set(xlabel="gap", ylabel="dot product")
         ax.legend(fontsize=7)
         return figure_png(fig)

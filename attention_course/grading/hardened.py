@@ -38,6 +38,7 @@ import nbformat
 
 from attention_course.grading import sandbox
 from attention_course.grading.kernel import CellRunner, Limits
+from attention_course.grading.pipeline import HIDDEN_BEGIN, HIDDEN_END
 from attention_course.grading.probes import MIME, PRELUDE
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]      # the course package (and repo, if editable)
@@ -202,9 +203,9 @@ def _visible(source: str) -> str:
     """A test cell as the student saw it (the hidden block removed)."""
     out, hidden = [], False
     for line in source.splitlines():
-        if line.strip() == "### BEGIN HIDDEN TESTS":
+        if line.strip() == HIDDEN_BEGIN:
             hidden = True
-        elif line.strip() == "### END HIDDEN TESTS":
+        elif line.strip() == HIDDEN_END:
             hidden = False
         elif not hidden:
             out.append(line)
