@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 .PHONY: book test browser-deps release grade benchmark clean
 
 book: $(STAMP)                       ## build the executed book into _build/html
-	$(PY) -m attention_course.build
+	$(PY) -m attention_course.book.build
 
 test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,7 +44,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) benchmarks/lab8_readers.py
 	$(PY) benchmarks/lab8_variants.py
 	$(PY) benchmarks/lab8_notebook_timing.py
-	$(PY) -m attention_course.build && $(PY) benchmarks/figure_toolkit_cost.py
+	$(PY) -m attention_course.book.build && $(PY) benchmarks/figure_toolkit_cost.py
 	$(PY) benchmarks/grading_throughput.py
 
 clean:

@@ -13,12 +13,12 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)   # so nbgrader can import the course's preprocessors
 
-from attention_course.grading.preprocessors import StripSolutionMarkers  # noqa: E402
+from attention_course.grading.preprocessors import ExposeLabChecks, StripSolutionMarkers  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, Execute,
+    GetGrades, IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, SaveAutoGrades,
 )
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import GetGrades  # noqa: E402
 
 c = get_config()  # noqa: F821  (provided by nbgrader)
 
@@ -28,8 +28,10 @@ c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "labs"
 c.CourseDirectory.solution_directory = "solutions"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
-# the MyST text twin (jupytext pairing) of each source notebook is for review, not for release
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md"]
+# the MyST text twin (jupytext pairing) of each source notebook is for review, not for release;
+# checks.py (the lab's hidden checks) stays on the instructor's side: it is read from source/<lab>
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md",
+                            "checks.py"]
 
 # Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
 # (CI executes the solution notebook in a test instead).
@@ -47,3 +49,8 @@ c.ClearHiddenTests.enforce_metadata = False
 c.Execute.timeout = 180
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 c.OverwriteCells.add_missing_cells = True
+# the hidden tests read the lab's checks from source/<lab>/ (ExposeLabChecks says where)
+c.Autograde.autograde_preprocessors = [
+    ExposeLabChecks, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
+]

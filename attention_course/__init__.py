@@ -1,26 +1,22 @@
-"""Shared code of the course *Attention and Transformers*.
+"""Shared code of the course *Attention and Transformers*, grouped by role.
 
-Chapters and labs import from here, so notebooks stay about ideas rather than plumbing:
+- :mod:`attention_course.data` -- data sets: digit strips, the course's own text, shape scenes;
+- :mod:`attention_course.core` -- ops and models: shape checks, the encoder-decoder protocol,
+  the digit readers, the copy model, the captioner, self-attention and the transformer block,
+  the character decoder;
+- :mod:`attention_course.tasks` -- training tasks: the one training loop, training the readers,
+  the copy model, the captioner and the character decoder, the committed checkpoints;
+- :mod:`attention_course.notes` -- helpers of the Chapter 12 lecture notes: tokens, decoding
+  strategies, model sizes, long sequences, images, cost;
+- :mod:`attention_course.book` -- book and figure tooling: the build, outcomes, plots, figures;
+- :mod:`attention_course.grading` -- grading: the checks framework, the nbgrader pipeline, the
+  hardened grader;
+- :mod:`attention_course.paths`, :mod:`attention_course.seeds`, :mod:`attention_course.devices`
+  -- where things are, the one seed rule, where work runs.
 
-- :mod:`attention_course.data` -- digit strips built from scikit-learn's bundled digits;
-- :mod:`attention_course.attention` -- masked attention weights and context vectors;
-- :mod:`attention_course.models` -- the bidirectional column encoder and the two readers;
-- :mod:`attention_course.metrics` -- exact-string accuracy and character error rate;
-- :mod:`attention_course.training` -- training, saving, loading and evaluating readers;
-- :mod:`attention_course.plots` -- results and attention-map figures;
-- :mod:`attention_course.baselines` -- the isolated-digit floor the readers are compared with;
-- :mod:`attention_course.transformer` -- self-attention, masks, positions, the transformer block;
-- :mod:`attention_course.figures` -- interactive figures (anywidget) with Python references;
-- :mod:`attention_course.grading` -- the nbgrader pipeline helpers used by the tests;
-- :mod:`attention_course.build` -- builds the book with its browser assets served locally.
+The package holds no answer to a graded task: the reference solutions and the checks of every
+lab stay with the instructor, in ``source/<lab>/``.
 """
-__version__ = "0.1.0"
+from attention_course.devices import pick_device  # noqa: F401  (labs: from attention_course import pick_device)
 
-
-def pick_device(prefer: str | None = None):
-    """Return ``torch.device('cuda')`` when a GPU is available (or ``prefer`` says so), else CPU."""
-    import torch
-
-    if prefer is not None:
-        return torch.device(prefer)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+__version__ = "0.2.0"

@@ -14,8 +14,8 @@ import re
 import time
 from pathlib import Path
 
-from attention_course.build import HTML
-from attention_course.figures import QKVExplorer, SoftmaxPeakFigure, softmax_peak_curves
+from attention_course.book.build import HTML
+from attention_course.book.figures import QKVExplorer, SoftmaxPeakFigure, softmax_peak_curves
 
 HERE = Path(__file__).resolve().parent
 PAGE = HTML / "book" / "chapter8" / "queries-keys-values.html"

@@ -22,8 +22,8 @@ import nbformat
 import torch
 
 from attention_course.grading import pipeline
-from attention_course.grading.hardened import Course, grade_batch, nbgrader_meta
-from attention_course.grading.kernel import Limits
+from attention_course.grading.hardened import GradingRun, grade_batch, nbgrader_meta
+from attention_course.grading.hardened.kernel import Limits
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "grading_throughput.md"
@@ -58,7 +58,7 @@ def main() -> None:
         solution = solutions / "lab8.ipynb"
 
         nbgrader_times, hardened_times = [], []
-        hardened = Course(plain.root, "lab8", limits=LIMITS)
+        hardened = GradingRun(plain.root, "lab8", limits=LIMITS)
         for i in range(REPEATS):
             student = f"one{i}"
             pipeline.submit(plain, "lab8", student, solution)
@@ -73,7 +73,7 @@ def main() -> None:
         batch_course = pipeline.make_course(root / "batch", REPO / "source" / "lab8", "lab8")
         pipeline.generate(batch_course, "lab8")
         make_batch(batch_course.root, solution)
-        batch = Course(batch_course.root, "lab8", limits=LIMITS)
+        batch = GradingRun(batch_course.root, "lab8", limits=LIMITS)
         walls, scores = {}, {}
         for jobs in (1, os.cpu_count() or 1):
             start = time.perf_counter()

@@ -4,8 +4,8 @@
 
 Writes ``benchmarks/results/lab8_readers.md`` (the committed table) and ``lab8_readers.json`` (every
 number), and saves each trained reader under ``runs/`` so that it can be re-checked on new strips:
-``python -m attention_course.reader_cli evaluate runs/lab8-attention-0.pt --seed 777``.
-Training uses the Lab 8 configurations (``attention_course.training.LAB_READERS``); the budget is
+``python benchmarks/reader_cli.py evaluate runs/lab8-attention-0.pt --seed 777``.
+Training uses the Lab 8 configurations (``attention_course.tasks.readers.LAB_READERS``); the budget is
 checked against the lab's targets and the verdicts are written next to the numbers.
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from attention_course.baselines import isolated_digit_floor
-from attention_course.training import (
-    EVAL_LENGTHS, LAB_READERS, TRAIN_LENGTHS, TrainConfig, evaluate_reader, save_reader,
-    train_reader)
+from attention_course.tasks.baselines import isolated_digit_floor
+from attention_course.tasks.readers import (EVAL_LENGTHS, LAB_READERS, TRAIN_LENGTHS, TrainConfig,
+                                            save_reader, train_reader)
+from lab8_reference import evaluate_reader, reader_step
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -44,7 +44,7 @@ def run(seeds, steps, count, eval_seed):
     runs = {}
     for name, config in LAB_READERS.items():
         for seed in seeds:
-            reader, log = train_reader(config, train, seed=seed, progress=False)
+            reader, log = train_reader(config, train, seed=seed, progress=False, step=reader_step)
             save_reader(reader, RUNS / f"lab8-{name}-{seed}.pt", log, train)
             start = time.perf_counter()
             table = evaluate_reader(reader, EVAL_LENGTHS, count=count, seed=eval_seed)

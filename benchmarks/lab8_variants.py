@@ -13,8 +13,11 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+import torch
+
 from attention_course.data.strips import StripStyle
-from attention_course.training import LAB_READERS, TrainConfig, evaluate_reader, train_reader
+from attention_course.tasks.readers import LAB_READERS, TrainConfig, train_reader
+from lab8_reference import LAB8, evaluate_reader, reader_step
 
 HERE = Path(__file__).resolve().parent
 BASE_READER = LAB_READERS["attention"]
@@ -27,6 +30,22 @@ VARIANTS = {
     "train on train+validation images": ({}, {"split": "train+val"}),
     "2000 steps instead of 1500": ({}, {"steps": 2000}),
 }
+
+
+def step_with_decoder_state(reader, memory, state, prev_token):
+    """The lab's decoder step with a GRU decoder state in the query (the variant that can count)."""
+    prev_weights, prev_context, h = state
+    h = reader.cell(torch.cat([reader.token_embed(prev_token), prev_context], -1), h)
+    query = reader.query(prev_token, prev_context, h)                         # (B, A)
+    scores = (LAB8.additive_scores(query, reader.keys_at(memory, prev_weights), reader.v)
+              + reader.location_prior(prev_weights))                          # (B, N)
+    weights = LAB8.masked_attention_weights(scores, memory.mask)               # (B, N)
+    context = LAB8.attention_context(weights, memory.states)                   # (B, D)
+    return reader.readout(context, prev_token), (weights, context, h), weights
+
+
+def step_for(config):
+    return step_with_decoder_state if config.decoder_state else None
 
 
 def mean(xs):
@@ -42,8 +61,8 @@ def main():
     for name, (reader_change, train_change) in VARIANTS.items():
         config = dataclasses.replace(BASE_READER, **reader_change)
         train = dataclasses.replace(BASE_TRAIN, **train_change)
-        reader, log = train_reader(config, train, seed=args.seed, progress=False)
-        table = evaluate_reader(reader, range(1, 17), count=args.count, seed=2024)
+        reader, log = train_reader(config, train, seed=args.seed, progress=False, step=step_for(config) or reader_step)
+        table = evaluate_reader(reader, range(1, 17), count=args.count, seed=2024, step=step_for(config))
         within = [table[n] for n in range(1, 9)]
         beyond = [table[n] for n in range(9, 17)]
         rows.append(f"| {name} | {log.seconds:.0f} | {mean([t['exact'] for t in within]):.3f} | "

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from attention_course.build import ASSETS
+from attention_course.book.build import ASSETS
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
 
     outcomes.check()
     assert (outcomes.INDEX).read_text() == outcomes.render_index(), \
-        "book/concepts.md is stale: run `python -m attention_course.outcomes`"
+        "book/concepts.md is stale: run `python -m attention_course.book.outcomes`"
 
 
 def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.caption_task import (half_mass_cells, named_thing, occlude, occlude_shape,
+from attention_course.tasks.captioning import (half_mass_cells, named_thing, occlude, occlude_shape,
                                            occlusion_effects, summarise_effects, word_maps)
 from attention_course.data.scenes import (BACKGROUND, EOS, PAD, SIZE, SOS, WORDS, encode_caption,
                                           make_caption_batch, random_scenes)
-from attention_course.models.captioner import CELL, GRID, Captioner, CaptionerConfig
+from attention_course.core.captioner import CELL, GRID, Captioner, CaptionerConfig
 
 
 def test_scenes_are_reproducible_and_captions_follow_the_layout():

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.copy_task import (SHOWCASE, CopyTraining, alignment, diagonal_counts,
+from attention_course.tasks.copying import (SHOWCASE, CopyTraining, alignment, diagonal_counts,
                                         text_splits, train_copy_model, training_strings)
 from attention_course.data.text import (EOS, PAD, SOS, VOCAB_SIZE, decode, encode, load_text,
                                         make_copy_batch, normalise, sample_windows)
-from attention_course.models.copy_model import CopyConfig, CopyModel
+from attention_course.core.copy_model import CopyConfig, CopyModel
 
 
 def test_text_is_normalised_and_the_showcase_is_unseen():

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import traitlets
 
-from attention_course.figures import (
+from attention_course.book.figures import (
     DEFAULT_KEYS, DEFAULT_VALUES, QKVExplorer, SoftmaxPeakFigure, qkv_attention, softmax_peak_curves)
-from attention_course.figures.base import FALLBACK_TEXT, bundle_module
+from attention_course.book.figures.base import FALLBACK_TEXT, bundle_module
 
 
 def test_qkv_reference_matches_direct_formula():
@@ -74,8 +74,8 @@ def test_bundled_modules_are_self_contained():
 
 
 def test_reorder_reference_equivariance_and_masks():
-    from attention_course.figures import ORDERS, ReorderFigure, reorder_attention
-    from attention_course.figures.reorder import reorder_setup
+    from attention_course.book.figures import ORDERS, ReorderFigure, reorder_attention
+    from attention_course.book.figures.reorder import reorder_setup
 
     setup = reorder_setup()
     for order in ORDERS.values():
@@ -93,7 +93,7 @@ def test_reorder_reference_equivariance_and_masks():
 
 
 def test_bottleneck_steps_reference():
-    from attention_course.figures import BottleneckFigure, bottleneck_steps
+    from attention_course.book.figures import BottleneckFigure, bottleneck_steps
 
     steps = bottleneck_steps(3, 16)
     assert [s["phase"] for s in steps] == ["read"] * 3 + ["cross"] + ["write"] * 3
@@ -111,7 +111,7 @@ def test_bottleneck_steps_reference():
 
 
 def test_caption_maps_readouts_and_validation():
-    from attention_course.figures import CaptionMapsFigure, map_readouts
+    from attention_course.book.figures import CaptionMapsFigure, map_readouts
 
     grid = np.zeros((6, 6))
     grid[0, :3] = [0.3, 0.25, 0.05]
@@ -130,9 +130,9 @@ def test_caption_maps_readouts_and_validation():
 
 
 def test_routes_positions_and_block_trace_figures_follow_their_references():
-    from attention_course.figures import (BlockTraceFigure, PositionSimilarityFigure,
+    from attention_course.book.figures import (BlockTraceFigure, PositionSimilarityFigure,
                                           PositionWavesFigure, RoutesFigure, pair_similarity, pair_wave)
-    from attention_course.transformer import route_lengths, sinusoidal_positions
+    from attention_course.core.transformer import route_lengths, sinusoidal_positions
 
     routes = RoutesFigure(distance=9, kernel=4)
     assert routes.steps == route_lengths(9, 4) == {"recurrent": 9, "convolution": 3, "self-attention": 1}
@@ -165,9 +165,9 @@ def test_routes_positions_and_block_trace_figures_follow_their_references():
 
 
 def test_bpe_and_pattern_figures_follow_their_references():
-    from attention_course.figures import BPEStepsFigure, PatternFigure
-    from attention_course.long_attention import pattern
-    from attention_course.tokens import tokenize_with, train_bpe
+    from attention_course.book.figures import BPEStepsFigure, PatternFigure
+    from attention_course.notes.long_attention import pattern
+    from attention_course.notes.tokens import tokenize_with, train_bpe
 
     text = "low low lower lowest"
     result = train_bpe(text, 100)

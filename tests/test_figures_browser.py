@@ -5,7 +5,7 @@ numbers the page displays are compared with the Python reference.
 """
 import pytest
 
-from attention_course.figures import qkv_attention, softmax_peak_curves
+from attention_course.book.figures import qkv_attention, softmax_peak_curves
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PAGE = "book/chapter8/queries-keys-values.html"
@@ -81,8 +81,8 @@ def test_controls_are_labelled_and_figures_fit_a_phone(visit, site):
 
 
 def test_reorder_figure_follows_every_control(visit, site):
-    from attention_course.figures import ORDERS, reorder_attention
-    from attention_course.figures.reorder import TOKENS, reorder_setup
+    from attention_course.book.figures import ORDERS, reorder_attention
+    from attention_course.book.figures.reorder import TOKENS, reorder_setup
 
     setup = reorder_setup()
     v = visit(f"{site}/book/chapter8/self-attention.html", "figure-8-10.png")
@@ -112,7 +112,7 @@ def test_reorder_figure_follows_every_control(visit, site):
 
 
 def test_bottleneck_figure_follows_every_control(visit, site):
-    from attention_course.figures import bottleneck_steps
+    from attention_course.book.figures import bottleneck_steps
 
     v = visit(f"{site}/book/chapter8/bottleneck.html", "figure-8-1.png")
     page = v.page
@@ -141,10 +141,10 @@ def test_bottleneck_figure_follows_every_control(visit, site):
 
 
 def test_caption_maps_figure_follows_every_control(visit, site):
-    from attention_course.caption_task import word_maps
+    from attention_course.tasks.captioning import word_maps
     from attention_course.data.scenes import random_scenes
-    from attention_course.figures import map_readouts
-    from attention_course.pretrained import load_or_train
+    from attention_course.book.figures import map_readouts
+    from attention_course.tasks.pretrained import load_or_train
 
     maps = word_maps(load_or_train("captioner"), random_scenes(4, seed=2024)[0])   # as the page
     v = visit(f"{site}/book/chapter8/captioning.html", "figure-8-5.png")
@@ -167,7 +167,7 @@ def test_caption_maps_figure_follows_every_control(visit, site):
 
 
 def test_routes_figure_follows_every_control(visit, site):
-    from attention_course.transformer import route_lengths
+    from attention_course.core.transformer import route_lengths
 
     v = visit(f"{site}/book/chapter8/self-attention.html", "figure-8-9.png")
     page = v.page
@@ -190,7 +190,7 @@ def test_routes_figure_follows_every_control(visit, site):
 
 
 def test_position_figures_follow_every_control(visit, site):
-    from attention_course.figures import pair_similarity, pair_wave, position_codes
+    from attention_course.book.figures import pair_similarity, pair_wave, position_codes
 
     v = visit(f"{site}/book/chapter8/positions.html", "figures-8-11-8-12.png")
     page = v.page
@@ -235,7 +235,7 @@ def test_position_figures_follow_every_control(visit, site):
 
 
 def test_block_trace_figure_follows_every_control(visit, site):
-    from attention_course.transformer import block_trace
+    from attention_course.core.transformer import block_trace
 
     v = visit(f"{site}/book/chapter8/transformer-block.html", "figures-8-13-8-14.png")
     page = v.page
@@ -266,7 +266,7 @@ def test_block_trace_figure_follows_every_control(visit, site):
 
 def test_bpe_figure_follows_its_slider(visit, site):
     from attention_course.data.text import TEXT_DIR
-    from attention_course.tokens import tokenize_with, train_bpe
+    from attention_course.notes.tokens import tokenize_with, train_bpe
 
     lines = (TEXT_DIR / "diner_review.txt").read_text().splitlines()
     review = " ".join(l for l in lines if not l.startswith("#")).lower()        # as the page
@@ -285,7 +285,7 @@ def test_bpe_figure_follows_its_slider(visit, site):
 
 
 def test_pattern_figure_follows_every_control(visit, site):
-    from attention_course.long_attention import PATTERNS, pattern
+    from attention_course.notes.long_attention import PATTERNS, pattern
 
     v = visit(f"{site}/book/chapter12/long-sequences.html", "figure-patterns.png")
     page = v.page

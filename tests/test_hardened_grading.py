@@ -17,10 +17,10 @@ import pytest
 import torch
 from nbgrader.utils import compute_checksum
 
-from attention_course.grading import pipeline, sandbox
-from attention_course.grading.hardened import (Course, grade_batch, nbgrader_meta, write_feedback,
-                                               write_gradebook, write_report)
-from attention_course.grading.kernel import Limits
+from attention_course.grading import pipeline
+from attention_course.grading.hardened import sandbox
+from attention_course.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta
+from attention_course.grading.hardened.record import write_feedback, write_gradebook, write_report
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -152,7 +152,7 @@ def graded(tmp_path_factory):
         folder = course.root / "submitted" / student / "lab8"
         folder.mkdir(parents=True)
         nb(folder) if callable(nb) else nbformat.write(nb, folder / "lab8.ipynb")
-    hardened = Course(course.root, "lab8", seed=5, limits=LIMITS)
+    hardened = GradingRun(course.root, "lab8", seed=5, limits=LIMITS)
     gradebook = course.root / "gradebook.db"
     before = hashlib.sha256(gradebook.read_bytes()).hexdigest()
     # one submission graded alone in this process first: a separate run to compare with, and the
@@ -221,7 +221,7 @@ def test_reasons_name_what_was_wrong(graded):
     assert "plain torch.Tensor" in by_cell(graded, "t11_subclass")["task6_map_test"].reason
     assert "dtype" in by_cell(graded, "t11_dtype")["task6_map_test"].reason
     assert "CPU" in by_cell(graded, "t11_device")["task6_map_test"].reason
-    assert "expected a tensor" in by_cell(graded, "t11_equal")["task6_map_test"].reason
+    assert "should return a torch.Tensor" in by_cell(graded, "t11_equal")["task6_map_test"].reason
 
 
 def test_course_files_cannot_be_read_or_the_gradebook_written(graded):
@@ -262,7 +262,7 @@ def test_gradebook_feedback_and_report_agree(graded):
             assert gb.find_submission("lab8", student).score == score(graded, student)
     feedback = (course.root / "feedback/t11_dtype/lab8/feedback.md").read_text()
     line = next(x for x in feedback.splitlines() if x.startswith("| task6_map_test |"))
-    assert "| 0 / 2 | failed:" in line and "expected dtype torch.float32, got torch.float64" in line
+    assert "| 0 / 2 | failed:" in line and "should return dtype torch.float32, got torch.float64" in line
     assert "torch.testing" not in feedback and "_reference" not in feedback
     rows = (graded["report"] / "report.csv").read_text().splitlines()
     assert len(rows) == 1 + 12 * len(graded["results"])

@@ -1,4 +1,5 @@
-"""Lab 8 through the nbgrader pipeline: in sync, no leaks, solution full marks, release zero."""
+"""Lab 8 through the nbgrader pipeline: in sync, no leaks, the solution runs, hidden tests pass
+silently (the grades of the solution, the release and their variants: test_grading_consistency)."""
 from __future__ import annotations
 
 import os
@@ -60,17 +61,6 @@ def test_points_stated_match_metadata():
     assert f"autograded ({auto} points)" in title and f"by hand ({manual} points)" in title
 
 
-def test_solution_full_marks_release_zero(lab8):
-    result = lab8.grade({"solution": lab8.solutions / "lab8.ipynb",
-                         "untouched": lab8.release / "lab8.ipynb"})
-    cells = pipeline.autograded_test_cells(load_nb(lab8.source_nb_path))
-    assert len(cells) == 9
-    for cell in cells:
-        full = result["solution"][cell]
-        assert full.score == full.max_score > 0, cell
-        assert result["untouched"][cell].score == 0, cell
-
-
 def test_solution_notebook_runs_in_full(tmp_path):
     """The solution, executed as a student would (full training, no NBGRADER_EXECUTION)."""
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
@@ -98,8 +88,9 @@ def test_hidden_tests_pass_without_the_grading_variable(tmp_path):
                 if c.metadata.get("nbgrader", {}).get("grade_id") not in long_running]
     saved = os.environ.pop("NBGRADER_EXECUTION", None)
     try:
+        # run where an instructor runs it, in source/lab8 (the hidden tests read checks.py there)
         NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+                       resources={"metadata": {"path": str(SOURCE)}}).execute()
     finally:
         if saved is not None:
             os.environ["NBGRADER_EXECUTION"] = saved

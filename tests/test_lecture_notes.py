@@ -4,7 +4,10 @@ import math
 import pytest
 import torch
 
-from attention_course import decoding, long_attention, tokens, vision
+from attention_course.core.char_decoder import CharDecoder, DecoderConfig
+from attention_course.notes import long_attention, search, tokens, vision
+from attention_course.notes.model_size import transformer_parameters
+from attention_course.tasks.language_model import generate
 
 
 def test_bpe_merges_most_frequent_pairs_within_words_only():
@@ -37,8 +40,8 @@ def test_one_hot_times_table_is_a_lookup():
 
 def test_char_decoder_cache_matches_full_recompute():
     torch.manual_seed(0)
-    model = decoding.CharDecoder(decoding.DecoderConfig(width=16, heads=2, layers=2, context=24)).eval()
-    assert decoding.generate(model, "abc", 12) == decoding.generate(model, "abc", 12, use_cache=False)
+    model = CharDecoder(DecoderConfig(width=16, heads=2, layers=2, context=24)).eval()
+    assert generate(model, "abc", 12) == generate(model, "abc", 12, use_cache=False)
     ids = torch.tensor([[5, 6, 7, 8]])
     full = model(ids)[0]                                          # (N, V)
     cache = None
@@ -46,32 +49,32 @@ def test_char_decoder_cache_matches_full_recompute():
         step, cache = model.step_with_cache(ids[:, t:t + 1], cache)
         torch.testing.assert_close(step[0], full[t], atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="context"):
-        decoding.generate(model, "abc", 30)
+        generate(model, "abc", 30)
 
 
 def test_decoder_sees_only_the_past():
     torch.manual_seed(1)
-    model = decoding.CharDecoder(decoding.DecoderConfig(width=16, heads=2, layers=1, context=8)).eval()
+    model = CharDecoder(DecoderConfig(width=16, heads=2, layers=1, context=8)).eval()
     a, b = torch.tensor([[3, 4, 5, 6]]), torch.tensor([[3, 4, 9, 9]])
     torch.testing.assert_close(model(a)[0, :2], model(b)[0, :2])  # changing t >= 2 leaves t < 2 alone
 
 
 def test_decoding_strategies_on_a_toy_table():
-    toy = decoding.table_model({(): [0.6, 0.4], (0,): [0.5, 0.5], (1,): [0.95, 0.05]})
-    g, g_lp = decoding.greedy(toy, [], 2)
-    b, b_lp = decoding.beam_search(toy, [], 2, width=2)
+    toy = search.table_model({(): [0.6, 0.4], (0,): [0.5, 0.5], (1,): [0.95, 0.05]})
+    g, g_lp = search.greedy(toy, [], 2)
+    b, b_lp = search.beam_search(toy, [], 2, width=2)
     assert g == [0, 0] and b == [1, 0] and b_lp > g_lp
     assert math.isclose(math.exp(b_lp), 0.38)
-    s, _ = decoding.top_k_sample(toy, [], 2, k=1, generator=torch.Generator().manual_seed(0))
+    s, _ = search.top_k_sample(toy, [], 2, k=1, generator=torch.Generator().manual_seed(0))
     assert s == g                                                 # top-1 sampling is greedy
 
 
 def test_parameter_counts_of_published_models():
-    bert = decoding.transformer_parameters(24, 1024, 30522, 512, segment_types=2)
+    bert = transformer_parameters(24, 1024, 30522, 512, segment_types=2)
     assert abs(bert / 340e6 - 1) < 0.03
-    assert abs(decoding.transformer_parameters(96, 12288, 50257, 2048) / 175e9 - 1) < 0.01
-    small = decoding.CharDecoder(decoding.DecoderConfig(width=16, heads=2, layers=2, context=24))
-    counted = decoding.transformer_parameters(2, 16, 30, 24)
+    assert abs(transformer_parameters(96, 12288, 50257, 2048) / 175e9 - 1) < 0.01
+    small = CharDecoder(DecoderConfig(width=16, heads=2, layers=2, context=24))
+    counted = transformer_parameters(2, 16, 30, 24)
     actual = sum(p.numel() for p in small.parameters())
     assert actual == counted + 16 * 30 + 30                      # + the untied output head
 
@@ -126,7 +129,7 @@ def test_patches_embedding_windows_and_merging():
 
 
 def test_flops_and_seconds_counts_a_matrix_product():
-    from attention_course.cost import flops_and_seconds
+    from attention_course.notes.cost import flops_and_seconds
 
     a, b = torch.randn(8, 16), torch.randn(16, 4)
     flops, seconds = flops_and_seconds(torch.matmul, a, b, repeats=2)

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from attention_course.plots import plot_attention_map, plot_results_by_length  # noqa: E402
+from attention_course.book.plots import plot_attention_map, plot_results_by_length  # noqa: E402
 
 
 def test_results_figure_has_both_panels_and_every_reader():

@@ -3,9 +3,9 @@ from dataclasses import replace
 
 import pytest
 
-from attention_course import pretrained
-from attention_course.copy_task import CopyTraining
-from attention_course.models.copy_model import CopyModel
+from attention_course.tasks import pretrained
+from attention_course.tasks.copying import CopyTraining
+from attention_course.core.copy_model import CopyModel
 
 NAMES = sorted(pretrained.RECIPES)
 # Metrics of the reduced run that must come back within this distance (training on another

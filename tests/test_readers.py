@@ -1,16 +1,31 @@
-"""Readers: shapes, masks, greedy decoding, training determinism, save/load, the command line."""
+"""Readers: shapes, masks, greedy decoding, training determinism, save/load, the command line.
+
+The attention reader has no step of its own; these tests give it the Lab 8 reference step (the
+instructor's), as the benchmarks do.
+"""
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
+from attention_course.core.readers import ReaderConfig, build_reader
+from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import EOS, PAD, make_strips
-from attention_course.models import ReaderConfig, build_reader
-from attention_course.reader_cli import main as cli, parse_lengths
-from attention_course.training import (
-    TrainConfig, evaluate_reader, format_results, load_reader, save_reader, train_reader)
+from attention_course.grading.checks import reference_namespace
+from attention_course.tasks.readers import (TrainConfig, format_results, load_reader, reader_logits,
+                                            save_reader, train_reader)
+from conftest import REPO
 
 SMALL = dict(hidden=6, attention=5, embed=4)
+LAB8 = reference_namespace("lab8")
+
+
+def greedy(reader, batch, max_len):
+    memory = reader.encode(batch.columns, batch.mask)
+    return decode_greedily(reader, memory, reader.start(memory), len(batch), max_len, reader.tokens,
+                           step=LAB8.reader_step)
 
 
 @pytest.mark.parametrize("kind", ["attention", "fixed"])
@@ -18,7 +33,7 @@ def test_teacher_forced_logits_shape(kind):
     torch.manual_seed(0)
     reader = build_reader(dict(kind=kind, **SMALL))
     b = make_strips([2, 4], 3, seed=0)
-    logits = reader(b.columns, b.mask, b.targets)
+    logits = reader_logits(reader, b.columns, b.mask, b.targets, LAB8.reader_step)
     assert logits.shape == (3, b.targets.shape[1], 11)
 
 
@@ -26,7 +41,7 @@ def test_attention_never_lands_on_padding():
     torch.manual_seed(1)
     reader = build_reader(dict(kind="attention", **SMALL)).eval()
     b = make_strips([1, 6], 4, seed=2)
-    tokens, weights = reader.greedy(b.columns, b.mask, max_len=5)
+    tokens, weights = greedy(reader, b, max_len=5)
     assert weights.shape[:2] == tokens.shape and weights.shape[2] == b.mask.shape[1]
     assert torch.all(weights[~b.mask.unsqueeze(1).expand_as(weights)] == 0)
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:2]))
@@ -38,11 +53,11 @@ def test_greedy_respects_step_cap_and_stops_on_eos():
     b = make_strips(3, 2, seed=0)
     with torch.no_grad():
         reader.readout_mlp[-1].bias[EOS] += 50.0           # stop at once
-    tokens, _ = reader.greedy(b.columns, b.mask, max_len=7)
+    tokens, _ = greedy(reader, b, max_len=7)
     assert tokens.shape == (2, 1) and torch.all(tokens == EOS)
     with torch.no_grad():
         reader.readout_mlp[-1].bias[EOS] -= 100.0          # never stop
-    tokens, _ = reader.greedy(b.columns, b.mask, max_len=7)
+    tokens, _ = greedy(reader, b, max_len=7)
     assert tokens.shape == (2, 7) and not torch.any((tokens == PAD) | (tokens == EOS))
 
 
@@ -57,26 +72,35 @@ def test_wrong_input_shape_is_explained():
 def test_training_is_deterministic_and_learns():
     cfg = ReaderConfig(kind="attention", **SMALL)
     train = TrainConfig(steps=25, batch=16, noise=0.1)
-    r1, log1 = train_reader(cfg, train, seed=3, progress=False)
-    r2, log2 = train_reader(cfg, train, seed=3, progress=False)
-    assert log1.losses == log2.losses
+    r1, log1 = train_reader(cfg, train, seed=3, progress=False, step=LAB8.reader_step)
+    r2, log2 = train_reader(cfg, train, seed=3, progress=False, step=LAB8.reader_step)
+    assert log1.losses == log2.losses and len(log1.losses) == 25
     assert sum(log1.losses[-5:]) < sum(log1.losses[:5])
 
 
-def test_save_load_roundtrip_and_cli(tmp_path, capsys):
+def test_the_attention_reader_needs_a_step_to_train():
+    with pytest.raises(TypeError, match="no step of its own"):
+        train_reader(ReaderConfig(kind="attention", **SMALL), TrainConfig(steps=1), progress=False)
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, str(REPO / "benchmarks/reader_cli.py"), *args],
+                          capture_output=True, text=True, cwd=REPO)
+
+
+def test_save_load_roundtrip_and_cli(tmp_path):
     path = tmp_path / "r.pt"
-    assert cli(["train", "--reader", "fixed-context", "--steps", "3", "--seed", "1",
-                "--set", "hidden=6", "--set", "embed=4", "--out", str(path)]) == 0
+    done = cli("train", "--reader", "fixed-context", "--steps", "3", "--seed", "1",
+               "--set", "hidden=6", "--set", "embed=4", "--out", str(path))
+    assert done.returncode == 0, done.stderr
     reader = load_reader(path)
     assert reader.config.hidden == 6 and not reader.training
     again = load_reader(path)
-    a = evaluate_reader(reader, [2, 3], count=8, seed=5)
-    assert a == evaluate_reader(again, [2, 3], count=8, seed=5)
-    capsys.readouterr()
-    assert cli(["evaluate", str(path), "--lengths", "2-3", "--count", "8", "--seed", "5",
-                "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed == {str(k): v for k, v in a.items()}
+    a = LAB8.results_by_length(reader, [2, 3], 8, 5)
+    assert a == LAB8.results_by_length(again, [2, 3], 8, 5)
+    done = cli("evaluate", str(path), "--lengths", "2-3", "--count", "8", "--seed", "5", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {str(k): v for k, v in a.items()}
     assert "| 3 |" in format_results({"fixed": a}, floor=0.01)
 
 
@@ -89,11 +113,10 @@ def test_checkpoint_from_another_device_loads_on_cpu(tmp_path):
         load_reader(tmp_path / "bad.pt")
 
 
-def test_cli_rejects_bad_arguments(capsys):
-    with pytest.raises(SystemExit):
-        cli(["train", "--set", "colour=3", "--out", "x.pt"])
-    assert "unknown reader setting" in capsys.readouterr().err
-    assert parse_lengths("1-3,9") == [1, 2, 3, 9]
+def test_cli_rejects_bad_arguments():
+    done = cli("train", "--set", "colour=3", "--out", "x.pt")
+    assert done.returncode != 0 and "unknown reader setting" in done.stderr
+    assert cli("evaluate", "x.pt", "--lengths", "3-x").returncode != 0
 
 
 def test_location_prior_favours_one_digit_to_the_right():

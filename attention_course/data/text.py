@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-TEXT_DIR = Path(__file__).resolve().parent / "texts"
+from attention_course import paths
+
+TEXT_DIR = paths.TEXTS
 LETTERS = " abcdefghijklmnopqrstuvwxyz"
 PAD, SOS, EOS = 0, 1, 2                      # special ids; characters follow
 ALPHABET = ("<pad>", "<sos>", "<eos>") + tuple(LETTERS)

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[2]
+from attention_course import paths
+
+REPO = paths.REPO
 CONFIG = REPO / "nbgrader_config.py"
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -28,7 +30,7 @@ class PipelineError(AssertionError):
 
 
 @dataclass
-class Course:
+class TempCourse:
     """A throw-away nbgrader course directory."""
 
     root: Path
@@ -37,12 +39,13 @@ class Course:
     def db(self) -> Path:
         return self.root / "gradebook.db"
 
-    def nbgrader(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-        """Run ``nbgrader ARGS`` in this course with the course's configuration."""
+    def nbgrader(self, *args: str, timeout: float = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
+        """Run ``nbgrader ARGS`` in this course with the course's configuration (``env``: extra
+        environment variables, e.g. the grading seed)."""
         exe = Path(sys.executable).with_name("nbgrader")
         cmd = [str(exe), *args, f"--NbGrader.config_file={CONFIG}",
                f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}"]
-        env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+        env = {**{k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}, **(env or {})}
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
         # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's
         env["PATH"] = os.pathsep.join([str(exe.parent), env.get("PATH", "")])
@@ -54,16 +57,17 @@ class Course:
         return done
 
 
-def make_course(tmp: Path, source: Path, assignment: str) -> Course:
-    """A course in ``tmp`` whose ``source/<assignment>`` is a copy of ``source`` (notebooks only)."""
+def make_course(tmp: Path, source: Path, assignment: str) -> TempCourse:
+    """A course in ``tmp`` whose ``source/<assignment>`` is a copy of ``source``: the notebooks and
+    the lab's checks file (not the MyST twins)."""
     target = Path(tmp) / "source" / assignment
-    target.mkdir(parents=True)
-    for nb in Path(source).glob("*.ipynb"):
-        shutil.copy2(nb, target / nb.name)
-    return Course(Path(tmp))
+    target.mkdir(parents=True, exist_ok=True)
+    for path in [*Path(source).glob("*.ipynb"), *Path(source).glob("checks.py")]:
+        shutil.copy2(path, target / path.name)
+    return TempCourse(Path(tmp))
 
 
-def generate(course: Course, assignment: str) -> tuple[Path, Path]:
+def generate(course: TempCourse, assignment: str) -> tuple[Path, Path]:
     """Generate the student release and the solutions; return their folders."""
     course.nbgrader("generate_assignment", assignment, "--force")
     course.nbgrader("generate_solution", assignment, "--force")
@@ -151,7 +155,7 @@ def assert_no_leaks(source_nb, released_nb, *, allow_solutions: bool = False) ->
             raise PipelineError(f"release contains solution lines, e.g. {leaked[:3]}")
 
 
-def submit(course: Course, assignment: str, student: str, notebook: Path) -> Path:
+def submit(course: TempCourse, assignment: str, student: str, notebook: Path) -> Path:
     """Place ``notebook`` as ``student``'s submission of ``assignment``."""
     target = course.root / "submitted" / student / assignment
     target.mkdir(parents=True, exist_ok=True)
@@ -159,8 +163,10 @@ def submit(course: Course, assignment: str, student: str, notebook: Path) -> Pat
     return target
 
 
-def autograde(course: Course, assignment: str) -> None:
-    course.nbgrader("autograde", assignment, "--force")
+def autograde(course: TempCourse, assignment: str, seed: int | None = None) -> None:
+    """``nbgrader autograde`` of every submission (``seed``: the checks' grading seed)."""
+    env = {} if seed is None else {"COURSE_GRADING_SEED": str(seed)}
+    course.nbgrader("autograde", assignment, "--force", env=env)
 
 
 @dataclass
@@ -170,7 +176,7 @@ class CellScore:
     max_score: float
 
 
-def scores(course: Course, assignment: str, student: str) -> dict[str, CellScore]:
+def scores(course: TempCourse, assignment: str, student: str) -> dict[str, CellScore]:
     """Autograded scores of every graded cell of a student's submission, from the gradebook."""
     from nbgrader.api import Gradebook
 

@@ -1,0 +1,108 @@
+"""Build the executed book into ``_build/html`` with every browser asset served locally.
+
+``python -m attention_course.book.build`` is what ``make book`` runs. Steps:
+
+1. install the pinned npm packages listed in ``offline/package.json`` (``npm ci``, first use only);
+2. copy the few files the pages need (MathJax, RequireJS, the ipywidgets HTML manager, and the
+   course's ``widget-shims.js`` that connects them at any page depth) into
+   ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
+3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
+4. run ``jupyter-book build`` with warnings as errors and execution caching.
+
+Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from attention_course import paths
+from attention_course.book.outcomes import write_index
+
+ROOT = paths.REPO
+NPM_DIR = paths.OFFLINE
+NODE_MODULES = NPM_DIR / "node_modules"
+ASSETS = paths.BUILD / "offline_assets" / "vendor"
+HTML = paths.HTML
+
+# (source under node_modules, destination under ASSETS, glob of files to keep)
+_MATHJAX = "mathjax/es5"
+_WIDGETS = "@jupyter-widgets/html-manager/dist"
+ASSET_FILES = [
+    (f"{_MATHJAX}/tex-chtml.js", "mathjax/tex-chtml.js"),
+    (f"{_MATHJAX}/input", "mathjax/input"),
+    (f"{_MATHJAX}/output/chtml", "mathjax/output/chtml"),
+    (f"{_MATHJAX}/ui", "mathjax/ui"),
+    (f"{_MATHJAX}/a11y", "mathjax/a11y"),
+    (f"{_MATHJAX}/adaptors", "mathjax/adaptors"),
+    ("requirejs/require.js", "requirejs/require.js"),
+    (f"{_WIDGETS}/embed-amd.js", "html-manager/embed-amd.js"),
+]
+# anywidget's front end ships inside the Python package (the same file its CDN serves)
+ANYWIDGET_JS = Path(__import__("anywidget").__file__).parent / "nbextension" / "index.js"
+SHIMS = Path(__file__).resolve().parent / "static" / "widget-shims.js"
+# webpack emits the widget fonts beside embed-amd.js under hashed names
+WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
+
+
+def run(cmd: list[str], cwd: Path = ROOT) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=cwd, check=True)
+
+
+def install_npm_assets() -> None:
+    """Install the pinned front-end packages once (``npm ci`` honours package-lock.json)."""
+    if (NODE_MODULES / ".package-lock.json").exists():
+        return
+    if shutil.which("npm") is None:
+        sys.exit("npm was not found: install Node.js (e.g. `apt-get install nodejs npm`) and rerun.")
+    run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=NPM_DIR)
+
+
+def copy_assets() -> Path:
+    """Copy the browser assets the pages load into the static folder of the build."""
+    for src, dst in ASSET_FILES:
+        source, target = NODE_MODULES / src, ASSETS / dst
+        if not source.exists():
+            raise FileNotFoundError(f"{source} is missing: run `npm ci` in {NPM_DIR}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target)
+    for font in (NODE_MODULES / _WIDGETS).iterdir():
+        if font.suffix in WIDGET_FONT_SUFFIXES:
+            shutil.copy2(font, ASSETS / "html-manager" / font.name)
+    shutil.copy2(SHIMS, ASSETS / SHIMS.name)
+    (ASSETS / "anywidget").mkdir(exist_ok=True)
+    shutil.copy2(ANYWIDGET_JS, ASSETS / "anywidget" / "index.js")
+    return ASSETS
+
+
+def build_book(strict: bool = True) -> Path:
+    """Build the book into ``_build/html`` and return the path of its front page."""
+    write_index()                 # checks book/outcomes.yml against the pages, then the index page
+    install_npm_assets()
+    copy_assets()
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(ROOT), "--path-output", str(ROOT)]
+    if strict:
+        cmd += ["-W", "-n", "--keep-going"]
+    run(cmd)
+    return HTML / "index.html"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
+    args = parser.parse_args(argv)
+    index = build_book(strict=not args.no_strict)
+    print(f"\nThe book is built. Open file://{index} in a browser,")
+    print(f"or serve it: python -m http.server -d {HTML} 8000  ->  http://localhost:8000")
+
+
+if __name__ == "__main__":
+    main()

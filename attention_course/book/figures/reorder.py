@@ -1,0 +1,81 @@
+"""Figure 8.10: reorder the tokens and follow one through a single self-attention head.
+
+Four tokens (A, B, C, D) with fixed content vectors pass through one head. Choose an order, and
+optionally add position vectors (attached to the *slots*, not the tokens) or a causal mask (also on
+slots). Without either, every token's output is unchanged by the reordering and the attention
+matrix is only permuted (permutation equivariance); with either, outputs change.
+:func:`reorder_attention` is the reference the browser test checks against.
+"""
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from attention_course.book.figures.base import CourseFigure
+from attention_course.core.transformer import sinusoidal_positions
+
+TOKENS = ("A", "B", "C", "D")
+ORDERS = {"A B C D": (0, 1, 2, 3), "B A C D": (1, 0, 2, 3), "D C B A": (3, 2, 1, 0),
+          "C D A B": (2, 3, 0, 1), "B C D A": (1, 2, 3, 0)}
+
+
+def reorder_setup(seed: int = 3, d: int = 4) -> dict:
+    """Token contents X (4, d), projections W_Q, W_K, W_V (d, d) and slot positions P (4, d)."""
+    rng = np.random.default_rng(seed)
+    return {"X": rng.normal(size=(4, d)).round(2).tolist(),
+            "W_Q": (0.5 * rng.normal(size=(d, d))).round(2).tolist(),
+            "W_K": (0.5 * rng.normal(size=(d, d))).round(2).tolist(),
+            "W_V": rng.normal(size=(d, d)).round(2).tolist(),
+            "P": (1.5 * sinusoidal_positions(4, d).numpy()).round(3).tolist()}
+
+
+def reorder_attention(setup: dict, order, positions: bool, causal: bool) -> dict:
+    """Attention A (slots x slots) for the tokens in ``order``, each token's output, and how far
+    each token's output moved from its output in the original order (max |difference|)."""
+    def run(order):
+        X = np.asarray(setup["X"])[list(order)]                        # (N, d) in slot order
+        if positions:
+            X = X + np.asarray(setup["P"])
+        Q, K, V = (X @ np.asarray(setup[w]) for w in ("W_Q", "W_K", "W_V"))
+        S = Q @ K.T / np.sqrt(K.shape[1])                              # (N, N)
+        if causal:
+            S = np.where(np.tril(np.ones_like(S)) > 0, S, -np.inf)
+        A = np.exp(S - S.max(1, keepdims=True))
+        A /= A.sum(1, keepdims=True)
+        O = A @ V                                                      # (N, d) in slot order
+        by_token = np.empty_like(O)
+        by_token[list(order)] = O                                      # row t: token t's output
+        return A, by_token
+
+    A, outputs = run(order)
+    _, original = run(range(len(setup["X"])))
+    return {"A": A, "outputs": outputs, "change": np.abs(outputs - original).max(1)}
+
+
+class ReorderFigure(CourseFigure):
+    """Controls: ``order`` (one of ORDERS), ``positions``, ``causal``. Read-out: ``change``."""
+
+    js_module = "reorder"
+    setup = traitlets.Dict().tag(sync=True)
+    orders = traitlets.Dict().tag(sync=True)
+    order = traitlets.Unicode("A B C D").tag(sync=True)
+    positions = traitlets.Bool(False).tag(sync=True)
+    causal = traitlets.Bool(False).tag(sync=True)
+    change = traitlets.List([]).tag(sync=True)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("title", "Figure 8.10: reorder the tokens and follow one")
+        super().__init__(setup=reorder_setup(), orders={k: list(v) for k, v in ORDERS.items()},
+                         **kwargs)
+        self._recompute()
+
+    @traitlets.validate("order")
+    def _check_order(self, proposal):
+        if proposal["value"] not in ORDERS:
+            raise traitlets.TraitError(f"order must be one of {list(ORDERS)}, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @traitlets.observe("order", "positions", "causal")
+    def _recompute(self, change=None):
+        result = reorder_attention(self.setup, ORDERS[self.order], self.positions, self.causal)
+        self.change = [round(float(c), 6) for c in result["change"]]

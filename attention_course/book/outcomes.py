@@ -1,0 +1,120 @@
+"""The book's learning outcomes and concepts, from ``book/outcomes.yml``, checked and indexed.
+
+:func:`check` fails the build when an outcome has no page that teaches it or no task that assesses
+it, when a page named there is not in the table of contents, or when a page's "Outcomes and
+concepts" box disagrees with the data (it must name exactly the outcomes listed for it, and every
+concept taught there). :func:`render_index` writes the concept index page ``book/concepts.md``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from attention_course import paths
+
+REPO = paths.REPO
+DATA = REPO / "book" / "outcomes.yml"
+INDEX = REPO / "book" / "concepts.md"
+
+
+class OutcomeError(ValueError):
+    """The outcomes data and the book disagree."""
+
+
+def load(path: Path = DATA) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def toc_pages(repo: Path = REPO) -> set[str]:
+    toc = (repo / "_toc.yml").read_text()
+    return set(re.findall(r"(?:file|root):\s*(\S+)", toc))
+
+
+def served_in_box(text: str) -> tuple[set[str], str] | None:
+    """The outcome ids and the concepts line of a page's "Outcomes and concepts" box, if it has one."""
+    box = re.search(r"```\{admonition\} Outcomes and concepts.*?\n(.*?)```", text, flags=re.S)
+    if not box:
+        return None
+    body = " ".join(box.group(1).split())
+    served, _, concepts = body.partition("Concepts:")
+    return set(re.findall(r"`([a-z0-9-]+)`", served)), concepts.lower()
+
+
+def check(data: dict | None = None, repo: Path = REPO) -> None:
+    data = data if data is not None else load()
+    pages = toc_pages(repo)
+    problems = []
+    teaches: dict[str, set[str]] = {}
+    for oid, o in data["outcomes"].items():
+        if not o.get("taught_in"):
+            problems.append(f"outcome {oid!r} is taught on no page")
+        if not o.get("assessed_by"):
+            problems.append(f"outcome {oid!r} is assessed by no exercise or lab task")
+        for page in o.get("taught_in", []):
+            teaches.setdefault(page, set()).add(oid)
+        for page, _ in o.get("assessed_by", []):
+            if page not in pages:
+                problems.append(f"outcome {oid!r}: {page} is not in _toc.yml")
+    concepts_by_page: dict[str, list[str]] = {}
+    for term, (page, _) in data["concepts"].items():
+        concepts_by_page.setdefault(page, []).append(term)
+    for page in sorted(set(teaches) | set(concepts_by_page)):
+        if page not in pages:
+            problems.append(f"{page} is named in outcomes.yml but not in _toc.yml")
+            continue
+        box = served_in_box((repo / f"{page}.md").read_text())
+        if box is None:
+            problems.append(f"{page} has no 'Outcomes and concepts' box")
+            continue
+        served, concept_line = box
+        if served != teaches.get(page, set()):
+            problems.append(f"{page}: its box serves {sorted(served)}, outcomes.yml says "
+                            f"{sorted(teaches.get(page, set()))}")
+        for term in concepts_by_page.get(page, []):
+            if term.lower() not in concept_line:
+                problems.append(f"{page}: concept {term!r} is not in its box")
+    for chapter in ("chapter8", "chapter12"):
+        listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (repo / f"book/{chapter}/index.md").read_text(),
+                                flags=re.M))
+        mine = {oid for oid, o in data["outcomes"].items() if o["taught_in"][0].startswith(f"book/{chapter}/")}
+        if listed != mine:
+            problems.append(f"the outcome table of book/{chapter}/index.md lists {sorted(listed)}, "
+                            f"outcomes.yml {sorted(mine)}")
+    if problems:
+        raise OutcomeError("book/outcomes.yml and the book disagree:\n  " + "\n  ".join(problems))
+
+
+def _link(page: str, label: str | None = None) -> str:
+    return f"{{doc}}`{label} </{page}>`" if label else f"{{doc}}`/{page}`"
+
+
+def render_index(data: dict | None = None) -> str:
+    """The MyST text of ``book/concepts.md``."""
+    data = data if data is not None else load()
+    lines = ["# Concept and outcome index", "",
+             "<!-- generated from book/outcomes.yml by attention_course.book.outcomes; do not edit -->", "",
+             "Every concept links to the section that introduces it; every outcome to where it is",
+             "taught and to the exercises and lab tasks that assess it.", "", "## Concepts", "",
+             "```{glossary}"]
+    for term in sorted(data["concepts"], key=str.lower):
+        page, definition = data["concepts"][term]
+        lines += [term, f"  {definition[0].upper() + definition[1:]}. Introduced in {_link(page)}.", ""]
+    lines += ["```", "", "## Learning outcomes", "", "| outcome | you can | taught in | assessed by |",
+              "|---|---|---|---|"]
+    for oid, o in data["outcomes"].items():
+        taught = ", ".join(_link(p) for p in o["taught_in"])
+        assessed = ", ".join(_link(p, label) for p, label in o["assessed_by"])
+        lines.append(f"| `{oid}` | {o['text']} | {taught} | {assessed} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_index(path: Path = INDEX) -> Path:
+    check()
+    path.write_text(render_index())
+    return path
+
+
+if __name__ == "__main__":
+    print(write_index())

@@ -1,0 +1,12 @@
+"""Ops and models: what the labs and the chapters build on.
+
+- :mod:`~attention_course.core.shapes` -- shape checks that name the expected shape;
+- :mod:`~attention_course.core.seq2seq` -- the encoder-decoder protocol (memory, start, step) and
+  its one greedy loop with one end-of-string rule;
+- :mod:`~attention_course.core.readers` -- the column encoder and the two digit readers of Lab 8
+  (the attention reader's step is the student's);
+- :mod:`~attention_course.core.copy_model` and :mod:`~attention_course.core.captioner` -- the
+  recurrent models of Sections 8.1-8.3;
+- :mod:`~attention_course.core.transformer` -- self-attention, masks, positions, the block;
+- :mod:`~attention_course.core.char_decoder` -- the small decoder-only transformer of Section 12.2.
+"""

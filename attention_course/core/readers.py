@@ -1,0 +1,208 @@
+"""Digit-string readers: a bidirectional GRU keeps a state per column; two decoders read it.
+
+* :class:`FixedContextReader` -- the baseline: the decoder sees one summary of the strip (the
+  final states of both GRU directions) and must write every digit from it. Its step is given.
+* :class:`AttentionReader` -- at every output step the decoder scores every column state, turns
+  the scores into weights with a masked softmax, and reads the weighted mix of states. It holds
+  the *learned pieces* only (query, keys, location terms, readout); the step that connects them is
+  what Lab 8 asks students to write, so the reader is trained and decoded with the student's step
+  (:func:`attention_course.tasks.readers.train_reader` takes it as an argument).
+
+The attention decoder is deliberately *without a running recurrent state*: its query at step t is
+built from the previous output token and the previous context, and its scores add a location term
+computed from the previous weights (a convolution over them), so it can learn "move one digit to the
+right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
+that move (``location_prior``) makes the alignment easy to find early in training. A GRU decoder
+state, which the fixed-context reader needs, would let the reader count; ``decoder_state=True`` adds
+one for comparison (the benchmark writes its own step for it). ``benchmarks/results/lab8_variants.md`` measures both choices: the prior
+matters more (with it, a reader with a decoder state extrapolates too).
+
+Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
+C = 11 classes (ten digits and end-of-string).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from attention_course.core.seq2seq import Tokens
+from attention_course.data.strips import EOS, HEIGHT, NUM_CLASSES, PAD, SOS, VOCAB_SIZE
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """Sizes of a reader. ``kind`` is ``"attention"`` or ``"fixed"``."""
+
+    kind: str = "attention"
+    embed: int = 32            # per-column embedding channels
+    embed_kernel: int = 3      # width of each embedding convolution, in columns
+    embed_layers: int = 1      # stacked embedding convolutions
+    dropout: float = 0.0       # on the column embedding and on what the readout sees (training only)
+    hidden: int = 64           # per direction of the bidirectional GRU
+    attention: int = 64        # A, width of the additive attention
+    token_embed: int = 16
+    location_channels: int = 8
+    location_kernel: int = 25  # previous weights seen up to 12 columns either side
+    decoder_hidden: int = 128  # GRU decoder (fixed reader, or attention reader with decoder_state)
+    decoder_state: bool = False
+    # A fixed prior over how far attention moves right per step (a Gaussian over 0..max_shift
+    # columns): its log is added to the scores, as in dynamic convolution attention.
+    location_prior: bool = True
+    prior_mean: float = 10.0     # about one digit (8 columns) plus a gap
+    prior_std: float = 4.0
+    prior_max_shift: int = 20
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Memory:
+    """What the encoder leaves for the decoder."""
+
+    states: torch.Tensor   # (B, N, D)
+    keys: torch.Tensor     # (B, N, A) projected states (attention reader) or empty
+    mask: torch.Tensor     # (B, N) bool
+    summary: torch.Tensor  # (B, D) final states of both directions
+
+
+class ColumnEncoder(nn.Module):
+    """Per-column embedding (stacked 1-D convolutions over columns) and a bidirectional GRU."""
+
+    def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
+                 dropout: float = 0.0):
+        super().__init__()
+        convs = []
+        for i in range(layers):
+            convs += [nn.Conv1d(HEIGHT if i == 0 else embed, embed, kernel, padding=kernel // 2),
+                      nn.ReLU()]
+        self.embed = nn.Sequential(*convs)
+        self.dropout = nn.Dropout(dropout)
+        self.gru = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
+        self.width = 2 * hidden
+
+    def forward(self, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """columns (B, N, 8) -> states (B, N, D), summary (B, D)."""
+        if columns.dim() != 3 or columns.shape[-1] != HEIGHT:
+            raise ValueError(f"columns should have shape (B, N, {HEIGHT}), got {tuple(columns.shape)}")
+        x = self.embed(columns.transpose(1, 2)).transpose(1, 2)     # (B, N, E)
+        x = self.dropout(x)
+        states, last = self.gru(x)                                  # (B, N, D), (2, B, H)
+        return states, torch.cat([last[0], last[1]], dim=-1)        # (B, D)
+
+
+class _Reader(nn.Module):
+    tokens = Tokens(sos=SOS, eos=EOS, pad=PAD)
+
+    def __init__(self, config: ReaderConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = ColumnEncoder(config.embed, config.hidden, config.embed_kernel,
+                                     config.embed_layers, config.dropout)
+        self.token_embed = nn.Embedding(VOCAB_SIZE, config.token_embed)
+
+
+class FixedContextReader(_Reader):
+    """The fixed-context baseline: a GRU decoder that sees only the strip's summary."""
+
+    def __init__(self, config: ReaderConfig):
+        super().__init__(config)
+        d = self.encoder.width
+        self.init = nn.Linear(d, config.decoder_hidden)
+        self.cell = nn.GRUCell(config.token_embed + d, config.decoder_hidden)
+        self.out = nn.Linear(config.decoder_hidden, NUM_CLASSES)
+
+    def encode(self, columns, mask) -> Memory:
+        states, summary = self.encoder(columns)
+        return Memory(states, states.new_zeros(0), mask, summary)
+
+    def start(self, memory: Memory):
+        return torch.tanh(self.init(memory.summary))                # (B, H_dec)
+
+    def step(self, memory: Memory, state, prev_token):
+        """(B,) previous token -> logits (B, C), new state (B, H_dec), zero weights (B, N)."""
+        x = torch.cat([self.token_embed(prev_token), memory.summary], -1)
+        state = self.cell(x, state)
+        no_attention = memory.mask.new_zeros(memory.mask.shape, dtype=torch.float)
+        return self.out(state), state, no_attention
+
+
+class AttentionReader(_Reader):
+    """An attention decoder over the column states (location-aware additive attention).
+
+    Its per-step state is ``(prev_weights (B, N), prev_context (B, D)[, h (B, H_dec)])``. It has
+    no ``step`` method: one step (query, keys, scores, masked weights, context, readout) is Lab 8's
+    task 3, and the reader is trained and decoded with the step a student wrote.
+    """
+
+    def __init__(self, config: ReaderConfig):
+        super().__init__(config)
+        d, a = self.encoder.width, config.attention
+        self.key_proj = nn.Linear(d, a, bias=False)
+        self.location_conv = nn.Conv1d(1, config.location_channels, config.location_kernel,
+                                       padding=config.location_kernel // 2)
+        self.location_proj = nn.Linear(config.location_channels, a, bias=False)
+        query_in = config.token_embed + d
+        if config.decoder_state:
+            self.cell = nn.GRUCell(query_in, config.decoder_hidden)
+            query_in = config.decoder_hidden
+        self.query_proj = nn.Linear(query_in, a)
+        self.v = nn.Parameter(torch.randn(a) / a ** 0.5)
+        shifts = torch.arange(config.prior_max_shift + 1, dtype=torch.float)
+        prior = torch.exp(-0.5 * ((shifts - config.prior_mean) / config.prior_std) ** 2)
+        # conv1d correlates, so the kernel is the prior reversed: out[j] = sum_s prior[s] w[j - s]
+        self.register_buffer("prior_kernel", (prior / prior.sum()).flip(0).view(1, 1, -1))
+        self.readout_mlp = nn.Sequential(
+            nn.Dropout(config.dropout), nn.Linear(d + config.token_embed, 128), nn.ReLU(),
+            nn.Linear(128, NUM_CLASSES))
+
+    def encode(self, columns, mask) -> Memory:
+        states, summary = self.encoder(columns)
+        return Memory(states, self.key_proj(states), mask, summary)
+
+    def start(self, memory: Memory):
+        """Initial weights sit on the first column; the initial context is zero."""
+        weights = torch.zeros_like(memory.mask, dtype=memory.states.dtype)
+        weights[:, 0] = 1.0
+        context = torch.zeros_like(memory.summary)
+        if self.config.decoder_state:
+            return weights, context, memory.summary.new_zeros(len(context), self.config.decoder_hidden)
+        return weights, context
+
+    def query(self, prev_token, prev_context, h=None):
+        """(B,) previous token, (B, D) previous context -> (B, A) query."""
+        x = torch.cat([self.token_embed(prev_token), prev_context], -1)
+        return self.query_proj(x if h is None else h)
+
+    def keys_at(self, memory: Memory, prev_weights):
+        """Keys plus the location term from the previous weights: (B, N, A)."""
+        loc = self.location_conv(prev_weights.unsqueeze(1)).transpose(1, 2)   # (B, N, channels)
+        return memory.keys + self.location_proj(loc)
+
+    def location_prior(self, prev_weights):
+        """Log-prior of the next position given the previous weights: (B, N) -> (B, N).
+
+        Zero (no effect) when the reader was built without a prior. Never -inf: a floor of 1e-6
+        keeps every column reachable by its content score.
+        """
+        if not self.config.location_prior:
+            return torch.zeros_like(prev_weights)
+        x = nn.functional.pad(prev_weights.unsqueeze(1), (self.config.prior_max_shift, 0))
+        return torch.log(nn.functional.conv1d(x, self.prior_kernel).squeeze(1) + 1e-6)
+
+    def readout(self, context, prev_token):
+        """(B, D) context and (B,) previous token -> (B, C) logits."""
+        return self.readout_mlp(torch.cat([context, self.token_embed(prev_token)], -1))
+
+
+def build_reader(config: ReaderConfig | dict) -> _Reader:
+    """Instantiate the reader a config describes."""
+    if isinstance(config, dict):
+        config = ReaderConfig(**config)
+    if config.kind == "attention":
+        return AttentionReader(config)
+    if config.kind == "fixed":
+        return FixedContextReader(config)
+    raise ValueError(f"config.kind must be 'attention' or 'fixed', got {config.kind!r}")

@@ -1,0 +1,63 @@
+"""The hardened grader's command line: ``python -m attention_course.grading.hardened`` (``make grade``)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from attention_course.grading.hardened import GradingRun, Limits, grade_batch, sandbox
+from attention_course.grading.hardened.record import write_feedback, write_gradebook, write_report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Grade every submission of an assignment, hardened.")
+    parser.add_argument("assignment")
+    parser.add_argument("--course", type=Path, default=Path.cwd())
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("COURSE_GRADING_SEED", "0")),
+                        help="varies the probe inputs (keep it private; default $COURSE_GRADING_SEED or 0)")
+    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_seconds)
+    parser.add_argument("--run-timeout", type=float, default=Limits.run_seconds)
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--tamper", choices=("fail", "restore"), default="fail")
+    parser.add_argument("--no-sandbox", action="store_true", help="only where namespaces are unavailable")
+    args = parser.parse_args(argv)
+    use_sandbox = not args.no_sandbox
+    if use_sandbox:
+        missing = sandbox.missing_requirements()
+        if missing:
+            print(f"refusing to grade without the sandbox: {missing} "
+                  "(pass --no-sandbox to accept the risk)", file=sys.stderr)
+            return 2
+    run = GradingRun(args.course.resolve(), args.assignment, args.seed,
+                     Limits(args.cell_timeout, args.run_timeout, args.memory_mb), args.tamper, use_sandbox)
+    fault = control_fault(run)
+    if fault:
+        print(f"grading stopped before anything was written: {fault}", file=sys.stderr)
+        return 3
+    results = grade_batch(run, jobs=args.jobs)
+    write_gradebook(run, results)
+    for r in results:
+        write_feedback(run, r)
+    folder = write_report(run, results)
+    print(f"graded {len(results)} submissions; report in {folder}")
+    return 0
+
+
+def control_fault(run: GradingRun) -> str:
+    """Grade the instructor's own solution (the source notebook) first, in the same environment:
+    anything short of full marks is the grader's fault, not a student's ("" when all is well)."""
+    control = grade_batch(run, jobs=1, students={CONTROL: run.root / "source" / run.assignment / run.notebook})[0]
+    if control.error:
+        return f"the control (the solution) could not be graded: {control.error}"
+    wrong = [f"{c.grade_id}: {c.status} ({c.reason})" for c in control.cells
+             if c.score is not None and c.score < c.points]
+    broken = [f for f in control.flags if f.startswith(("answer cell", "instructor cell"))]
+    if wrong or broken:
+        return ("the control (the solution) did not get full marks, so the grading environment is "
+                "broken: " + "; ".join(wrong + broken))
+    return ""
+
+
+CONTROL = "__control__"

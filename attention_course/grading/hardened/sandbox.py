@@ -1,0 +1,165 @@
+"""Stage 3 of hardened grading: the sandbox a grading kernel runs in (bubblewrap).
+
+Every grading kernel runs under ``bwrap`` (bubblewrap, the sandbox Flatpak is built on) with
+
+- **its own PID, IPC, UTS and network namespaces** and a new session: it cannot see, signal or
+  trace the grader or any process but its own, and has no network (only its own loopback);
+- **a root filesystem holding only what it needs**, read-only: the system's ``/usr``, the Python
+  installation and environment that run it, and the course package with its grading tooling
+  hidden; a private folder (the only writable place: its connection file, sockets and home),
+  and empty ``/tmp`` and ``/dev``. Nothing else of the machine exists in its view;
+- **a real unprivileged user**: when the grader is root the kernel runs as ``nobody`` (uid 65534,
+  real credentials in the machine's own user namespace, not root behind a uid map), with no
+  capabilities and ``no_new_privs``; when the grader is an ordinary user the kernel runs as that
+  user, in a user namespace, and sees nothing of that user's files beyond the list above;
+- **limits**: address space (``--memory-mb``) and, as ``nobody``, a process count;
+- **an end**: bwrap is the PID namespace's init and dies with its parent, so when the kernel ends
+  or is killed, every process the submission started ends with it.
+
+The launcher is this file run as a script (standard library only): it sets the limits, then
+replaces itself with ``bwrap``::
+
+    python .../hardened/sandbox.py --memory-mb M --nproc P -- bwrap ... -- [setpriv ...] KERNEL
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+
+NOBODY = 65534
+NPROC = 256                     # processes of all grading kernels together, as nobody
+
+
+def _ancestors(path: str) -> list[str]:
+    parts, out = os.path.abspath(path).strip("/").split("/")[:-1], []
+    for i in range(len(parts)):
+        out.append("/" + "/".join(parts[: i + 1]))
+    return out
+
+
+def visible_trees(package: str) -> list[str]:
+    """What the kernel may read: the interpreter's installation, its environment, the package."""
+    trees = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix, package}
+    return sorted(t for t in trees if os.path.isdir(t) and not t.startswith("/usr/"))
+
+
+def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
+    """The bubblewrap command line (up to its ``--``) for a kernel whose private folder is
+    ``private`` and whose course package is ``package``."""
+    args = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
+            "--die-with-parent", "--new-session", "--hostname", "grading"]
+    if not as_root:
+        args.append("--unshare-user")
+    args += ["--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+        target = os.path.join("/", link)
+        if os.path.islink(target):
+            args += ["--symlink", os.readlink(target), target]
+        elif os.path.isdir(target):
+            args += ["--ro-bind", target, target]
+    made = {"/", "/usr"}
+
+    def place(path: str, flag: str) -> None:
+        for parent in _ancestors(path):               # parents readable by the kernel's user
+            if parent not in made and not parent.startswith("/usr/"):
+                args.extend(["--perms", "0755", "--dir", parent])
+                made.add(parent)
+        args.extend([flag, path, path])
+        made.add(path)
+
+    trees = visible_trees(package)
+    for tree in trees:
+        if not tree.startswith("/tmp/"):
+            place(tree, "--ro-bind")
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    made |= {"/proc", "/dev", "/tmp"}
+    for tree in trees:                                # a CI checkout under /tmp comes back into it
+        if tree.startswith("/tmp/"):
+            place(tree, "--ro-bind")
+    place(private, "--bind")
+    grading = os.path.join(package, "grading")
+    if os.path.isdir(grading):
+        args += ["--tmpfs", grading]                  # the grader's own tooling stays out of view
+    args += ["--chdir", private]
+    if as_root:                                        # bwrap keeps just what setpriv needs
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    return args
+
+
+def setpriv_args() -> list[str]:
+    """Become ``nobody`` for real, with no capabilities and no way to gain any."""
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def wrap(command: list[str], private: str, package: str, memory_mb: int) -> list[str]:
+    """The command line that runs ``command`` inside the sandbox."""
+    as_root = os.geteuid() == 0
+    launcher = [sys.executable, os.path.abspath(__file__), "--memory-mb", str(memory_mb),
+                "--nproc", str(NPROC if as_root else 0), "--"]
+    inner = setpriv_args() if as_root else []
+    # the kernel's parent is the namespace's init (pid 1), so ipykernel must not watch its parent
+    # pid (it would shut down at once); bwrap ends the kernel when the grader goes instead
+    unwatched = ["env", "-u", "JPY_PARENT_PID"]
+    return [*launcher, *bwrap_args(private, package, as_root), "--", *inner, *unwatched, *command]
+
+
+def prepare_private(folder: str) -> None:
+    """The kernel's private folder: its own (``nobody``'s when the grader is root), mode 0700."""
+    if os.geteuid() == 0:
+        os.chown(folder, NOBODY, NOBODY)
+    os.chmod(folder, 0o700)
+
+
+def missing_requirements() -> str:
+    """Why grading kernels cannot be sandboxed here ("" when they can)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    import tempfile
+
+    private = tempfile.mkdtemp(prefix="course-sandbox-check-")
+    try:
+        prepare_private(private)
+        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        probe = wrap([sys.executable, "-c", "import os; print(os.getuid())"], private, package, 0)
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the sandbox could not start ({type(exc).__name__})"
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"the sandbox could not start: {reason} (are user namespaces enabled?)"
+    if os.geteuid() == 0 and done.stdout.strip() != str(NOBODY):
+        return "the sandboxed kernel did not run as nobody"
+    return ""
+
+
+def available() -> bool:
+    """Whether grading kernels can be sandboxed on this machine."""
+    return missing_requirements() == ""
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--nproc", type=int, default=0)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.memory_mb:
+        limit = args.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if args.nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Stage 4 of hardened grading: each graded cell judged in the grader's own process.
+
+The kernel's probe record of a cell goes to the lab's ``compare`` (:meth:`Lab.compare`), which
+rebuilds the inputs from the grading seed and compares with the reference. Every failure is kept
+as a message in the lab's words; the cell scores all or nothing. What the kernel itself reports
+(an exception's name, a crash) is quoted only as Python's own exception names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attention_course.grading.checks import QUOTABLE_ERRORS, Lab
+from attention_course.grading.hardened.assemble import nbgrader_meta
+from attention_course.grading.hardened.probes import probe_record
+
+
+@dataclass
+class CellGrade:
+    grade_id: str
+    points: float
+    score: float | None                # None: graded by hand
+    status: str                        # passed | failed | error | timeout | died | manual | void
+    reasons: list = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
+@dataclass
+class SubmissionGrade:
+    student: str
+    cells: list[CellGrade] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    error: str = ""                    # why the whole submission got zero, if it did
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return sum(c.score or 0 for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.cells)
+
+    @property
+    def auto_max(self) -> float:
+        return sum(c.points for c in self.cells if c.score is not None)
+
+
+def error_words(name: str) -> str:
+    """An exception reported by the kernel, as it may be quoted back to the student."""
+    return f"raised {name}" if name in QUOTABLE_ERRORS else "raised an exception"
+
+
+def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]:
+    """One CellGrade per graded cell of the source, in notebook order."""
+    broken = [f"{gid or 'an added cell'} {o.status}" for (role, gid), o in zip(roles, outcomes)
+              if role in ("solution", "run", "prelude", "extra") and o.status in ("timeout", "died")]
+    context = f" (earlier: {', '.join(broken)})" if broken else ""
+    grades = []
+    for cell in source.cells:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if not meta.get("grade"):
+            continue
+        points = float(meta.get("points", 0))
+        if cell.cell_type != "code" or meta.get("solution"):
+            grades.append(CellGrade(gid, points, None, "manual", ["graded by hand"]))
+            continue
+        outcome = outcomes[roles.index(("probe", gid))]
+        if outcome.status in ("timeout", "died"):
+            reason = {"timeout": "the cell ran past its time limit",
+                      "died": "the kernel died (an exit, a crash or the memory limit)"}[outcome.status]
+            grades.append(CellGrade(gid, points, 0.0, outcome.status, [reason + context]))
+            continue
+        if outcome.status == "error":
+            grades.append(CellGrade(gid, points, 0.0, "error",
+                                    [f"the check could not run: your code {error_words(outcome.error)}{context}"]))
+            continue
+        record, why = probe_record(outcome.outputs)
+        if record is None:
+            grades.append(CellGrade(gid, points, 0.0, "error", [why + context]))
+            continue
+        try:
+            failures = lab.compare(gid, record, seed)
+        except Exception:                          # an answer the comparison did not foresee
+            failures = ["the answer could not be checked (its structure is not what the task asks for)"]
+        grades.append(CellGrade(gid, points, 0.0 if failures else points,
+                                "failed" if failures else "passed", failures))
+    return grades
+
+
+def zero_cells(source, reason: str) -> list[CellGrade]:
+    cells = []
+    for cell in source.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade"):
+            manual = cell.cell_type != "code" or meta.get("solution")
+            cells.append(CellGrade(meta["grade_id"], float(meta.get("points", 0)),
+                                   None if manual else 0.0, "manual" if manual else "void", [reason]))
+    return cells

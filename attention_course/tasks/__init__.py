@@ -1,0 +1,15 @@
+"""Training tasks: data in, trained model and measurements out.
+
+- :mod:`~attention_course.tasks.fitting` -- the one training loop;
+- :mod:`~attention_course.tasks.readers` -- training, saving and loading the Lab 8 digit readers
+  (with the student's step), their evaluation strips and results table;
+- :mod:`~attention_course.tasks.baselines` -- the isolated-digit floor the readers are compared with;
+- :mod:`~attention_course.tasks.copying` -- the copy model of Sections 8.1-8.2: training, copies,
+  alignment matrices;
+- :mod:`~attention_course.tasks.captioning` -- the captioner of Section 8.3: training, attention
+  maps, the occlusion intervention;
+- :mod:`~attention_course.tasks.language_model` -- the character decoder of Section 12.2: training
+  and generation with a key/value cache;
+- :mod:`~attention_course.tasks.pretrained` -- the committed checkpoints of the book's models and
+  the recipes that rebuild them (``python -m attention_course.tasks.pretrained``).
+"""

@@ -1,0 +1,56 @@
+"""The one training loop of the course's models (readers, copy models, captioner, character decoder).
+
+Adam (or another optimiser), a learning-rate schedule fitted to the step budget (``"one-cycle"``,
+or ``"cosine"`` decay from the start), optional gradient clipping, an optional progress bar; the
+caller supplies how to get a batch and how to score it. The model is left in eval mode.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+SCHEDULES = ("one-cycle", "cosine")
+
+
+def _scheduler(opt, schedule: str, lr: float, steps: int):
+    if schedule == "one-cycle":
+        return torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
+    if schedule == "cosine":
+        return torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+
+def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable, steps: int,
+        lr: float, optimizer=torch.optim.Adam, clip: float | None = 1.0, schedule: str = "one-cycle",
+        progress: str | None = None, log_every: int = 0) -> dict:
+    """Train ``model`` for ``steps`` steps.
+
+    ``next_batch(step)`` returns a batch, ``loss_of(model, batch)`` its loss. ``progress`` names a
+    tqdm bar (None: no bar). Returns ``{"train_seconds", "final_loss", "losses"}`` (every step's loss).
+    """
+    opt = optimizer(model.parameters(), lr=lr)
+    sched = _scheduler(opt, schedule, lr, steps)
+    start, losses = time.perf_counter(), []
+    bar = tqdm(range(steps), desc=progress, disable=progress is None, mininterval=1)
+    for step in bar:
+        loss = loss_of(model, next_batch(step))
+        opt.zero_grad()
+        loss.backward()
+        if clip:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        if log_every and step % log_every == 0:
+            print(f"step {step:5d}  loss {losses[-1]:.3f}", flush=True)
+    model.eval()
+    return {"train_seconds": round(time.perf_counter() - start, 1),
+            "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses}

@@ -1,0 +1,164 @@
+"""Training, saving and loading the digit-string readers of Lab 8.
+
+    reader, log = train_reader(LAB_READERS["attention"], TrainConfig(steps=1500), seed=0,
+                               step=reader_step)          # the step the student wrote
+    save_reader(reader, "runs/attention-0.pt", log)
+    reader = load_reader("runs/attention-0.pt")
+
+Training draws fresh strips from the *train* image pool at every step (teacher forcing, a length
+curriculum, pixel noise); :func:`eval_strips` draws evaluation strips from the *test* pool (images
+never seen in training) with a seed. The attention reader has no step of its own: training it
+needs a ``step(reader, memory, state, prev_token)``, in the lab the student's. How readers are
+*measured* (greedy decoding, exact accuracy, CER) is a lab task, so it is not here: the lab's
+reference solution, on the instructor's side, is what the benchmarks use.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from attention_course.core.readers import ReaderConfig, build_reader
+from attention_course.core.seq2seq import model_step, shift_right, teacher_forced
+from attention_course.data.strips import PAD, SOS, StripStyle, make_strips
+from attention_course.devices import pick_device
+from attention_course.seeds import derive, seed_everything
+from attention_course.tasks.fitting import fit
+
+TRAIN_LENGTHS = tuple(range(1, 9))
+EVAL_LENGTHS = tuple(range(1, 17))
+
+# The two readers of Lab 8 and the benchmark: same encoder, different decoders.
+ENCODER = dict(embed=64, embed_kernel=5, embed_layers=2, hidden=64, dropout=0.2)
+LAB_READERS = {
+    "fixed-context": ReaderConfig(kind="fixed", **ENCODER),
+    "attention": ReaderConfig(kind="attention", **ENCODER),
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1500
+    batch: int = 64
+    lr: float = 3e-3
+    min_lengths: int = 2            # the curriculum starts with strips of up to this many digits
+    curriculum: float = 0.3         # ... and reaches max(lengths) after this fraction of the steps
+    lengths: tuple = TRAIN_LENGTHS
+    grad_clip: float = 1.0
+    noise: float = 0.1              # std of Gaussian pixel noise added to training strips
+    split: str = "train"            # image pool(s) the training strips are drawn from
+    style: StripStyle = field(default_factory=StripStyle)
+
+
+@dataclass
+class TrainLog:
+    seed: int
+    seconds: float = 0.0
+    losses: list = field(default_factory=list)
+    device: str = "cpu"
+
+
+def curriculum_length(step: int, cfg: TrainConfig, rng: torch.Generator) -> int:
+    """Length of the batch at ``step``: uniform over the lengths the curriculum allows so far."""
+    ramp = min(1.0, step / max(1, cfg.curriculum * cfg.steps))
+    top = round(cfg.min_lengths + ramp * (max(cfg.lengths) - cfg.min_lengths))
+    allowed = [n for n in cfg.lengths if n <= top] or [min(cfg.lengths)]
+    return allowed[int(torch.randint(len(allowed), (1,), generator=rng))]
+
+
+def augment(columns: torch.Tensor, train: TrainConfig, rng: torch.Generator) -> torch.Tensor:
+    """Training strips with Gaussian pixel noise, clipped to [0, 1]; unchanged when noise is 0."""
+    if train.noise <= 0:
+        return columns
+    noisy = columns.cpu() + train.noise * torch.randn(columns.shape, generator=rng)
+    return noisy.clamp(0, 1)
+
+
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over (B, T, C) logits and (B, T) targets, ignoring PAD positions."""
+    return nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+
+
+def reader_logits(reader, columns, mask, targets, step: Callable | None = None) -> torch.Tensor:
+    """Teacher-forced logits (B, T, C) of a reader for (B, T) targets."""
+    memory = reader.encode(columns, mask)
+    logits, _ = teacher_forced(reader, memory, reader.start(memory), shift_right(targets, SOS), step)
+    return logits
+
+
+def train_reader(config: ReaderConfig, train: TrainConfig = TrainConfig(), seed: int = 0,
+                 device=None, progress: bool = True, step: Callable | None = None):
+    """Train a reader from scratch; returns ``(reader, TrainLog)``. Deterministic on the CPU.
+
+    ``step(reader, memory, state, prev_token)`` is one decoder step; the fixed-context reader has
+    its own, the attention reader needs one (in Lab 8, the student's).
+    """
+    device = pick_device(device)
+    seed_everything(seed)
+    reader = build_reader(config).to(device)
+    step = step or model_step(reader)
+    rng = torch.Generator().manual_seed(seed)
+
+    def next_batch(i):
+        batch = make_strips(curriculum_length(i, train, rng), train.batch,
+                            seed=derive(seed, "train-strips", i), split=train.split,
+                            style=train.style).to(device)
+        return batch, augment(batch.columns, train, rng).to(device)          # (B, N, 8)
+
+    def loss_of(model, item):
+        batch, columns = item
+        return sequence_loss(reader_logits(model, columns, batch.mask, batch.targets, step),
+                             batch.targets)
+
+    record = fit(reader, next_batch, loss_of, train.steps, train.lr, clip=train.grad_clip,
+                 schedule="cosine", progress=f"{config.kind} reader" if progress else None)
+    return reader, TrainLog(seed=seed, seconds=record["train_seconds"], losses=record["losses"],
+                            device=str(device))
+
+
+def eval_strips(length: int, count: int, seed: int, split: str = "test",
+                style: StripStyle = StripStyle()):
+    """The evaluation strips of one length: ``count`` strips from the test pool, fixed by ``seed``."""
+    return make_strips(length, count, seed=derive(seed, "eval-strips", length), split=split,
+                       style=style)
+
+
+def format_results(tables: dict, floor: float | None = None) -> str:
+    """A markdown table: one row per length, exact and CER columns for each named reader."""
+    names = list(tables)
+    lengths = sorted(next(iter(tables.values())))
+    head = "| L | " + " | ".join(f"{n} exact | {n} CER" for n in names)
+    head += " | floor |" if floor is not None else " |"
+    rule = "|---" * (1 + 2 * len(names) + (floor is not None)) + "|"
+    rows = []
+    for length in lengths:
+        cells = [f"{tables[n][length]['exact']:.3f} | {tables[n][length]['cer']:.4f}" for n in names]
+        tail = f" | {floor:.4f} |" if floor is not None else " |"
+        rows.append(f"| {length} | " + " | ".join(cells) + tail)
+    return "\n".join([head, rule, *rows])
+
+
+def save_reader(reader, path, log: TrainLog | None = None, train: TrainConfig | None = None) -> Path:
+    """Save a reader's config, weights and training record (a CPU checkpoint)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in reader.state_dict().items()}
+    torch.save({"config": reader.config.to_dict(), "state_dict": state,
+                "log": asdict(log) if log else None,
+                "train": asdict(train) if train else None}, path)
+    return path
+
+
+def load_reader(path, device=None):
+    """Load a saved reader onto ``device`` (CPU when no GPU is present, whatever it was saved from)."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    for key in ("config", "state_dict"):
+        if key not in checkpoint:
+            raise ValueError(f"{path} is not a reader checkpoint: it has no {key!r} entry")
+    reader = build_reader(checkpoint["config"])
+    reader.load_state_dict(checkpoint["state_dict"])
+    return reader.to(pick_device(device)).eval()
