@@ -13,11 +13,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)   # so nbgrader can import the course's preprocessors
 
-from attention_course.grading.preprocessors import ExposeLabChecks, StripSolutionMarkers  # noqa: E402
+from attention_course.grading.preprocessors import (  # noqa: E402
+    ExposeLabChecks, QuietOverwriteCells, StripSolutionMarkers,
+)
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, Execute,
-    GetGrades, IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, DeduplicateIds,
+    Execute, GetGrades, IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, OverwriteKernelspec,
+    SaveAutoGrades,
 )
 
 c = get_config()  # noqa: F821  (provided by nbgrader)
@@ -49,6 +52,11 @@ c.ClearHiddenTests.enforce_metadata = False
 c.Execute.timeout = 180
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
 c.OverwriteCells.add_missing_cells = True
+# test cells come back from students without their hidden tests: restore them without a false
+# "checksum has changed" warning for each (real edits are still reported)
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput, DeduplicateIds, OverwriteKernelspec, QuietOverwriteCells, CheckCellMetadata,
+]
 # the hidden tests read the lab's checks from source/<lab>/ (ExposeLabChecks says where)
 c.Autograde.autograde_preprocessors = [
     ExposeLabChecks, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,

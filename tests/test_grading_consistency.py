@@ -69,6 +69,10 @@ def variants(solution, release) -> dict:
         return nbformat.from_dict(json.loads(json.dumps(nb)))
 
     family = {"solution": copy(solution), "release": copy(release)}
+    edited = copy(solution)                      # a real edit of a test cell: restored, and reported
+    cell = next(c for c in edited.cells if nbgrader_meta(c).get("grade_id") == "task6_map_test")
+    cell.source = "pass"
+    family["edited_test"] = edited
     metrics = list(METRICS_CHAIN)
     for k, kind in enumerate(KINDS):
         for i, name in enumerate(ATTENTION_CHAIN):
@@ -100,11 +104,11 @@ def outcomes(tmp_path_factory):
             folder.mkdir(parents=True)
             nbformat.write(family[student], folder / "lab8.ipynb")
         courses.append((course, half))
-    errors = []
+    errors, logs = [], []
 
     def autograde(course):
         try:
-            pipeline.autograde(course, "lab8", seed=SEED)
+            logs.append(pipeline.autograde(course, "lab8", seed=SEED))
         except Exception as exc:                       # re-raised below, in the test's thread
             errors.append(exc)
 
@@ -125,19 +129,22 @@ def outcomes(tmp_path_factory):
         nbformat.write(nb, folder / "lab8.ipynb")
     run = GradingRun(base.root, "lab8", seed=SEED, limits=Limits(cell_seconds=60, run_seconds=300))
     hardened = {r.student: r for r in grade_batch(run, jobs=2)}
-    return family, nbgrader, hardened
+    warned = {}
+    for log in logs:
+        warned |= pipeline.warnings_by_student(log, "lab8")
+    return family, nbgrader, hardened, warned
 
 
 def test_the_family_covers_every_graded_function_and_kind(outcomes):
-    family, _, _ = outcomes
-    assert len(family) == 2 + len(KINDS) * len(ATTENTION_CHAIN)
+    family, *_ = outcomes
+    assert len(family) == 3 + len(KINDS) * len(ATTENTION_CHAIN)
     for name in [*ATTENTION_CHAIN, *METRICS_CHAIN]:
         for kind in KINDS:
             assert any(s.startswith(kind + "_") and name in s.split("_", 1)[1].split("+") for s in family), (name, kind)
 
 
 def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
-    family, nbgrader, hardened = outcomes
+    family, nbgrader, hardened, _ = outcomes
     graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
     disagreements = []
     for student in family:
@@ -151,19 +158,28 @@ def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
 
 
 def test_the_solution_passes_the_release_fails_and_variants_lose_points(outcomes):
-    family, nbgrader, hardened = outcomes
+    family, nbgrader, hardened, _ = outcomes
     graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
     assert all(nbgrader["solution"][c] for c in graded) and hardened["solution"].score == 23
     assert not any(nbgrader["release"][c] for c in graded) and hardened["release"].score == 0
     for student in family:
-        if student not in ("solution", "release"):
+        if student not in ("solution", "release", "edited_test"):
             assert hardened[student].score < 23, student
             failed = [c for c in hardened[student].cells if c.status == "failed"]
             assert all(c.reasons for c in failed), student
 
 
+def test_only_a_real_edit_of_a_test_cell_raises_a_checksum_warning(outcomes):
+    family, nbgrader, hardened, warned = outcomes
+    checksum = {s: [w for w in warned.get(s, []) if "checksum" in w] for s in family}
+    assert checksum["edited_test"] and "task6_map_test" in checksum["edited_test"][0]
+    assert {s: w for s, w in checksum.items() if w and s != "edited_test"} == {}
+    graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    assert hardened["edited_test"].score == 23 and all(nbgrader["edited_test"][c] for c in graded)
+
+
 def test_every_failure_is_explained_without_reference_values(outcomes):
-    _, _, hardened = outcomes
+    _, _, hardened, _ = outcomes
     for result in hardened.values():
         for c in result.cells:
             for reason in c.reasons:

@@ -10,6 +10,9 @@ import base64
 import hashlib
 import io
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -20,7 +23,7 @@ from nbgrader.utils import compute_checksum
 from attention_course.grading import pipeline
 from attention_course.grading.hardened import sandbox
 from attention_course.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta
-from attention_course.grading.hardened.record import write_feedback, write_gradebook, write_report
+from attention_course.grading.hardened.record import record_batch, write_autograded, write_gradebook
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -137,7 +140,57 @@ def variants(solution: nbformat.NotebookNode, course_root: Path) -> dict:
                                "def attention_map(weights, reading, n_columns):\n"
                                "    part = weights.cuda()[:min(len(reading) + 1, weights.shape[0]), :n_columns]\n"
                                "    return part.to('cuda').cpu() + 0 * _ckpt['w'].sum()\n")
+    # the real threats: the grader's processes, detached processes, writes and reads outside
+    v["t21_kill_pids"] = with_task6(copy(), "import os, signal\n"
+                                    f"for _pid in ({os.getpid()}, os.getppid(), 1):\n"
+                                    "    try:\n        os.kill(_pid, signal.SIGKILL)\n"
+                                    "    except OSError:\n        pass\n"
+                                    "def attention_map(weights, reading, n_columns):\n" + CORRECT_MAP)
+    v["t21_kill_group"] = with_task6(copy(), "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)\n")
+    v["t21_kill_all"] = with_task6(copy(), "import os, signal\nos.kill(-1, signal.SIGKILL)\n")
+    v["t22_siblings"] = with_task6(copy(), "import os, signal\n"
+                                   "for _pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
+                                   "    if _pid != os.getpid():\n        try:\n"
+                                   "            os.kill(_pid, signal.SIGKILL)\n"
+                                   "        except OSError:\n            pass\n"
+                                   "def attention_map(weights, reading, n_columns):\n" + CORRECT_MAP)
+    v["t23_detached"] = with_task6(copy(), "import subprocess, sys\n"
+                                   "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); "
+                                   f"time.sleep(60)  # {DETACHED_MARKER}'], start_new_session=True)\n"
+                                   "def attention_map(weights, reading, n_columns):\n" + CORRECT_MAP)
+    protected = course_root.parent / "protected"
+    v["t24_write"] = with_task6(copy(), "import os\nWROTE = []\n"
+                                f"_targets = [{str(protected)!r}, {str(course_root)!r}, '/', '/usr', '/root', '/work']\n"
+                                "for _top in list(_targets) + ['/']:\n"
+                                "    for _dir, _subdirs, _ in os.walk(_top):\n"
+                                "        if (_dir.startswith(('/proc', '/tmp', '/dev')) or _dir.startswith(os.getcwd())\n"
+                                "                or _dir.count('/') > 3):\n"
+                                "            _subdirs[:] = []\n            continue\n"
+                                "        try:\n            open(os.path.join(_dir, 'leak.txt'), 'w').write('x')\n"
+                                "            WROTE.append(_dir)\n        except OSError:\n            pass\n"
+                                "for _dir in _targets:\n"
+                                "    try:\n        open(os.path.join(_dir, 'leak.txt'), 'w').write('x')\n"
+                                "        WROTE.append(_dir)\n    except OSError:\n        pass\n"
+                                "def attention_map(weights, reading, n_columns):\n"
+                                "    if WROTE:\n        return torch.zeros(1)\n" + CORRECT_MAP)
+    second = course_root.parent / "second-course" / "source" / "lab8" / "checks.py"
+    v["t25_read_elsewhere"] = with_task6(copy(), "import time\n"
+                                         f"try:\n    SECRET = open({str(second)!r}).read()\n"
+                                         "except OSError:\n    SECRET = ''\n"
+                                         "print(SECRET[:200])\n"
+                                         "if SECRET:\n    open('smuggled.txt', 'w').write(SECRET)\n    time.sleep(3)\n"
+                                         "def attention_map(weights, reading, n_columns):\n"
+                                         "    if SECRET:\n"
+                                         "        raise type('LEAK_' + str(len(SECRET)), (Exception,), {})()\n" + CORRECT_MAP)
+    v["t26_smuggle_name"] = with_task6(copy(), f"class {SMUGGLED_NAME}(Exception):\n    pass\n"
+                                       f"print('{SMUGGLED_NAME} in stdout')\n"
+                                       "def attention_map(weights, reading, n_columns):\n"
+                                       f"    raise {SMUGGLED_NAME}('{SMUGGLED_NAME} in the message')\n")
     return v
+
+
+DETACHED_MARKER = "course-detached-marker-4242"
+SMUGGLED_NAME = "SecretMarkerXYZ"
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +198,10 @@ def graded(tmp_path_factory):
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
     root = tmp_path_factory.mktemp("hardened")
-    course = pipeline.make_course(root, REPO / "source" / "lab8", "lab8")
+    course = pipeline.make_course(root / "course", REPO / "source" / "lab8", "lab8")
+    # outside the kernel's view: a root-owned 755 folder and a second copy of the course's checks
+    (root / "protected").mkdir(mode=0o755)
+    shutil.copytree(REPO / "source" / "lab8", root / "second-course" / "source" / "lab8")
     _, solutions = pipeline.generate(course, "lab8")
     solution = nbformat.read(solutions / "lab8.ipynb", as_version=4)
     for student, nb in variants(solution, course.root).items():
@@ -155,17 +211,26 @@ def graded(tmp_path_factory):
     hardened = GradingRun(course.root, "lab8", seed=5, limits=LIMITS)
     gradebook = course.root / "gradebook.db"
     before = hashlib.sha256(gradebook.read_bytes()).hexdigest()
+    temporary = set(Path(tempfile.gettempdir()).glob("course-grading-*"))
     # one submission graded alone in this process first: a separate run to compare with, and the
     # parallel batch below then starts from a parent that has run kernels (forked workers hung so)
     [alone] = grade_batch(hardened, jobs=1, students={"good": course.root / "submitted/good/lab8/lab8.ipynb"})
     results = {r.student: r for r in grade_batch(hardened, jobs=2)}
     after = hashlib.sha256(gradebook.read_bytes()).hexdigest()
-    write_gradebook(hardened, list(results.values()))
-    for r in results.values():
-        write_feedback(hardened, r)
-    report = write_report(hardened, list(results.values()))
+    report = record_batch(hardened, list(results.values()))
+    leftovers = sorted(set(Path(tempfile.gettempdir()).glob("course-grading-*")) - temporary)
+    survivors = [p for p in Path("/proc").glob("[0-9]*")
+                 if DETACHED_MARKER in _cmdline(p)]
     return {"results": results, "course": hardened, "gradebook_untouched": before == after,
-            "report": report, "alone": alone}
+            "report": report, "alone": alone, "root": root, "leftovers": leftovers,
+            "survivors": survivors}
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def score(graded, student):
@@ -260,10 +325,108 @@ def test_gradebook_feedback_and_report_agree(graded):
     with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
         for student in ("good", "t11_dtype", "t06_flipped"):
             assert gb.find_submission("lab8", student).score == score(graded, student)
-    feedback = (course.root / "feedback/t11_dtype/lab8/feedback.md").read_text()
-    line = next(x for x in feedback.splitlines() if x.startswith("| task6_map_test |"))
-    assert "| 0 / 2 | failed:" in line and "should return dtype torch.float32, got torch.float64" in line
-    assert "torch.testing" not in feedback and "_reference" not in feedback
+    feedback = (course.root / "feedback/t11_dtype/lab8/lab8.html").read_text()
+    assert "should return dtype torch.float32, got torch.float64" in feedback
+    assert "run_hidden_check" not in feedback and "BEGIN HIDDEN" not in feedback
     rows = (graded["report"] / "report.csv").read_text().splitlines()
     assert len(rows) == 1 + 12 * len(graded["results"])
     assert "t18_corrupt" in (graded["report"] / "report.md").read_text()
+
+
+def test_formgrader_sees_hardened_grades_and_keeps_manual_scores(graded):
+    """After the hardened grader alone (no nbgrader autograde), formgrader's API lists every
+    submission as autograded with its score; a manual score survives a re-grade of the same
+    answer; a written answer left as released scores 0 without waiting for a grader."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    course = graded["course"]
+    config = Config()
+    config.CourseDirectory.root = str(course.root)
+    config.CourseDirectory.db_url = f"sqlite:///{course.root / 'gradebook.db'}"
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    submissions = {s["student"]: s for s in api.get_submissions("lab8")}
+    assert all(s["autograded"] for s in submissions.values())
+    assert submissions["good"]["score"] == FULL and submissions["good"]["needs_manual_grade"]
+    notebooks = api.get_notebook_submissions("lab8", "lab8")
+    assert {n["student"] for n in notebooks} == set(graded["results"])
+    with Gradebook(config.CourseDirectory.db_url) as gb:
+        blank = gb.find_grade("task7a_answer", "lab8", "lab8", "t18_missing")
+        assert blank.auto_score == 0 and not blank.needs_manual_grade
+        grade = gb.find_grade("task7a_answer", "lab8", "lab8", "good")
+        grade.manual_score, grade.needs_manual_grade = 1.5, False        # as formgrader saves it
+        gb.db.commit()
+    again = [graded["results"]["good"]]                                  # a re-grade, same answers
+    write_gradebook(course, again, write_autograded(course, again))
+    with Gradebook(config.CourseDirectory.db_url) as gb:
+        grade = gb.find_grade("task7a_answer", "lab8", "lab8", "good")
+        assert grade.manual_score == 1.5 and not grade.needs_manual_grade
+        assert gb.find_submission("lab8", "good").score == FULL + 1.5
+
+
+# ---- the sandbox holds (the threats of the sandbox issue) ----------------------------------------
+
+def test_the_grader_and_the_batch_survive_kill_attempts(graded):
+    assert score(graded, "t21_kill_pids") == FULL             # no pid outside its namespace reachable
+    assert score(graded, "t22_siblings") == FULL
+    for student in ("t21_kill_group", "t21_kill_all"):        # it can only end its own kernel
+        cells = by_cell(graded, student)
+        assert cells["task6_map_test"].score == 0 and score(graded, student) == WITHOUT_TASK6, student
+    assert len(graded["results"]) == len(list((graded["course"].root / "submitted").iterdir()))
+    assert graded["results"]["good"].score == FULL and graded["results"]["good_again"].score == FULL
+
+
+def test_no_process_of_a_submission_outlives_its_grading(graded):
+    assert score(graded, "t23_detached") == FULL
+    assert graded["survivors"] == []
+
+
+def test_nothing_is_written_outside_the_kernels_own_folder(graded):
+    assert score(graded, "t24_write") == FULL
+    assert list((graded["root"] / "protected").iterdir()) == []
+    assert not (graded["root"] / "course" / "leak.txt").exists()
+    assert graded["leftovers"] == []                          # temporary folders removed
+
+
+def test_files_elsewhere_cannot_be_read_nor_anything_smuggled_back(graded):
+    assert score(graded, "t25_read_elsewhere") == FULL        # the second copy was not readable
+    cells = by_cell(graded, "t26_smuggle_name")
+    assert cells["task6_map_test"].score == 0
+    assert "raised an exception of a class defined in your notebook" in cells["task6_map_test"].reason
+    course = graded["course"]
+    # the grader's own words: reasons, flags, the results it put in autograded test cells, the report
+    words = [w for r in graded["results"].values() for c in r.cells for w in c.reasons]
+    words += [f for r in graded["results"].values() for f in r.flags]
+    for path in (course.root / "autograded").rglob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if nbgrader_meta(cell).get("grade") and cell.cell_type == "code":
+                words += [json.dumps(o) for o in cell.outputs]
+    words += [p.read_text() for p in graded["report"].iterdir()]
+    for text in words:
+        assert SMUGGLED_NAME not in text and "LEAK_" not in text and "def compare" not in text, text
+
+
+def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written(tmp_path, capsys):
+    """The control (the solution) is graded first: when the environment cannot give it full marks
+    -- here the lab's first cell needs a package the grading environment lacks -- the command
+    exits non-zero naming the fault, and writes nothing for anyone."""
+    from attention_course.grading.hardened.cli import main
+
+    if not sandbox.available():
+        pytest.skip("user namespaces are unavailable")
+    course = pipeline.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
+    _, solutions = pipeline.generate(course, "lab8")
+    pipeline.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
+    source_path = course.root / "source/lab8/lab8.ipynb"
+    nb = nbformat.read(source_path, as_version=4)
+    cell(nb, "setup").source = "import a_package_the_grader_lacks\n" + cell(nb, "setup").source
+    nbformat.write(nb, source_path)
+    gradebook = (course.root / "gradebook.db").read_bytes()
+    assert main(["lab8", "--course", str(course.root), "--jobs", "1", "--cell-timeout", "30"]) == 3
+    err = capsys.readouterr().err
+    assert "control" in err and "instructor cell 'setup'" in err
+    assert not (course.root / "autograded").exists() and not (course.root / "feedback").exists()
+    assert not (course.root / "reports").exists()
+    assert (course.root / "gradebook.db").read_bytes() == gradebook

@@ -163,10 +163,24 @@ def submit(course: TempCourse, assignment: str, student: str, notebook: Path) ->
     return target
 
 
-def autograde(course: TempCourse, assignment: str, seed: int | None = None) -> None:
-    """``nbgrader autograde`` of every submission (``seed``: the checks' grading seed)."""
+def autograde(course: TempCourse, assignment: str, seed: int | None = None) -> str:
+    """``nbgrader autograde`` of every submission (``seed``: the checks' grading seed); returns
+    nbgrader's log."""
     env = {} if seed is None else {"COURSE_GRADING_SEED": str(seed)}
-    course.nbgrader("autograde", assignment, "--force", env=env)
+    done = course.nbgrader("autograde", assignment, "--force", env=env)
+    return done.stdout + done.stderr
+
+
+def warnings_by_student(log: str, assignment: str) -> dict[str, list[str]]:
+    """nbgrader autograde's WARNING lines, grouped by the submission being graded."""
+    out, student = {}, None
+    for line in log.splitlines():
+        if "Sanitizing " in line and "/submitted/" in line:
+            student = line.split("/submitted/")[1].split("/")[0]
+            out.setdefault(student, [])
+        elif "WARNING" in line and student is not None:
+            out[student].append(line)
+    return out
 
 
 @dataclass

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbformat import NotebookNode
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from traitlets import Unicode
 
 _MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
@@ -41,3 +43,37 @@ class ExposeLabChecks(NbGraderPreprocessor):
         assignment = resources["nbgrader"]["assignment"]
         os.environ[CHECKS_DIR_VARIABLE] = coursedir.format_path(coursedir.source_directory, ".", assignment)
         return nb, resources
+
+
+class QuietOverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells, without the false alarm on every test cell with hidden tests.
+
+    The gradebook keeps each test cell as the instructor wrote it, hidden tests included, while the
+    student received it with them removed, so nbgrader warns "checksum has changed" for every such
+    cell of every submission, the untouched release included, and a real edit drowns. Here a test
+    cell that matches its released form is restored silently; any other change is still reported
+    (and the cell restored, as nbgrader does).
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        self._as_released = False
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None:
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+                self._as_released = cell.source.strip() == released_source(source.source).strip()
+            except MissingEntry:
+                pass
+        return super().preprocess_cell(cell, resources, index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and self._as_released:
+            return
+        super().report_change(name, attr, old, new)
+
+
+def released_source(source: str) -> str:
+    """A cell's source as ``generate_assignment`` releases it: the hidden-test region removed."""
+    cell = NotebookNode(cell_type="code", source=source, metadata={}, outputs=[], execution_count=None)
+    ClearHiddenTests()._remove_hidden_test_region(cell)           # edits the cell in place
+    return cell.source

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from attention_course.grading.hardened import GradingRun, Limits, grade_batch, sandbox
-from attention_course.grading.hardened.record import write_feedback, write_gradebook, write_report
+from attention_course.grading.hardened.record import record_batch
 
 
 def main(argv=None) -> int:
@@ -37,11 +37,9 @@ def main(argv=None) -> int:
         print(f"grading stopped before anything was written: {fault}", file=sys.stderr)
         return 3
     results = grade_batch(run, jobs=args.jobs)
-    write_gradebook(run, results)
-    for r in results:
-        write_feedback(run, r)
-    folder = write_report(run, results)
-    print(f"graded {len(results)} submissions; report in {folder}")
+    folder = record_batch(run, results)
+    print(f"graded {len(results)} submissions; report in {folder}; feedback in "
+          f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
     return 0
 
 

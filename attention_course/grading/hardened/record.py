@@ -1,72 +1,202 @@
-"""Stage 5 of hardened grading: what is written, by the parent process alone.
+"""Stage 5 of hardened grading: what is written, by the parent process alone, in nbgrader's layout.
 
-nbgrader's gradebook (so ``nbgrader export`` and formgrader keep working), per-student feedback
-(scores and the lab's own words, never a hidden input, a reference value or text the student's
-code produced), and a report of every cell for the instructor.
+- ``autograded/<student>/<lab>/<lab>.ipynb``: the notebook as graded -- the instructor's cells,
+  the student's answers with the outputs they submitted, and in each autograded cell the grader's
+  result (every failed check, in the lab's words) -- so that formgrader lists the submission as
+  autograded, opens it and takes manual scores;
+- nbgrader's gradebook (so ``nbgrader export`` works): automatic scores; a written answer left
+  as released scores 0; a manual score and its graded state survive a re-grade unless the answer
+  changed;
+- ``feedback/<student>/<lab>/<lab>.html``, by nbgrader's own ``generate_feedback`` (hidden tests
+  cleared), which ``nbgrader release_feedback`` delivers through the exchange;
+- ``reports/<lab>/``: every student and every cell, for the instructor.
+
+Nothing written quotes text that the grading run's student code produced, a hidden input or a
+reference value.
 """
 from __future__ import annotations
 
+import copy
 import csv
 import json
-from dataclasses import asdict
+import shutil
+import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import nbformat
+
+from attention_course.grading.hardened.assemble import _index, nbgrader_meta, read_submission
 from attention_course.grading.hardened.score import SubmissionGrade
 
 
-def write_gradebook(course, results: list[SubmissionGrade], db_url: str | None = None) -> None:
+def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
+    """Write everything a graded batch leaves, in order; returns the report folder."""
+    written = write_autograded(run, results)
+    write_gradebook(run, results, written)
+    if feedback:
+        write_feedback(run)
+    return write_report(run, results)
+
+
+def _paths(run, student: str) -> tuple[Path, Path]:
+    submitted = run.root / "submitted" / student / run.assignment
+    return submitted, run.root / "autograded" / student / run.assignment
+
+
+def _result_output(grade) -> dict:
+    if grade is None:
+        return nbformat.v4.new_output("stream", name="stdout", text="not graded\n")
+    if grade.status == "passed":
+        return nbformat.v4.new_output("stream", name="stdout",
+                                      text="passed: every check of this cell (hardened grader)\n")
+    reasons = grade.reasons or [grade.status]
+    return nbformat.v4.new_output("error", ename="AssertionError", evalue="; ".join(reasons),
+                                  traceback=["AssertionError: the checks of this cell failed:",
+                                             *[f"  - {r}" for r in reasons]])
+
+
+def autograded_notebook(source, submitted, result: SubmissionGrade, checksums: dict):
+    """The notebook as graded (see the module note); ``submitted`` may be None (unreadable)."""
+    mine, by_id, _ = _index(submitted.cells) if submitted is not None else ({}, {}, [])
+    grades = {c.grade_id: c for c in result.cells}
+    nb = copy.deepcopy(source)
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        theirs = mine.get(gid) if gid in mine else by_id.get(cell.get("id"))
+        if meta.get("solution"):
+            same_type = theirs is not None and theirs.cell_type == cell.cell_type
+            cell.source = theirs.source if same_type else ""
+        if cell.cell_type == "code":
+            cell.execution_count = None
+            if meta.get("grade") and not meta.get("solution"):
+                cell.outputs = [_result_output(grades.get(gid))]
+            elif theirs is not None and theirs.cell_type == "code":
+                cell.outputs = copy.deepcopy(theirs.get("outputs", []))
+            else:
+                cell.outputs = []
+        if gid in checksums:
+            cell.metadata["nbgrader"]["checksum"] = checksums[gid]
+    return nb
+
+
+def _checksums(run) -> dict:
+    """grade_id -> checksum of each released graded or answer cell (nbgrader's source cells)."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(_db(run)) as gb:
+        for notebook in gb.find_assignment(run.assignment).notebooks:
+            for cell in notebook.source_cells:
+                if cell.checksum:
+                    out[cell.name] = cell.checksum
+    return out
+
+
+def _db(run) -> str:
+    return f"sqlite:///{run.root / 'gradebook.db'}"
+
+
+@dataclass
+class Written:
+    """What :func:`write_gradebook` needs to know of the autograded notebooks just written."""
+
+    previous: dict = field(default_factory=dict)     # student -> {grade_id: answer} before this run
+    unreadable: set = field(default_factory=set)     # students whose notebook could not be read
+
+
+def write_autograded(run, results: list[SubmissionGrade]) -> Written:
+    """Write every autograded notebook; returns each student's answers as they were before (to
+    tell a changed answer from a re-grade of the same one) and who had no readable notebook."""
+    source, checksums, written = run.source(), _checksums(run), Written()
+    for result in results:
+        submitted_dir, folder = _paths(run, result.student)
+        target = folder / run.notebook
+        if target.exists():
+            old = nbformat.read(target, as_version=4)
+            written.previous[result.student] = {nbgrader_meta(c).get("grade_id"): c.source for c in old.cells}
+        try:
+            submitted = read_submission(submitted_dir / run.notebook)
+        except Exception:                              # unreadable or missing: graded as empty
+            submitted = None
+            written.unreadable.add(result.student)
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(autograded_notebook(source, submitted, result, checksums), target)
+        stamp = submitted_dir / "timestamp.txt"
+        if stamp.exists():
+            shutil.copy2(stamp, folder / "timestamp.txt")
+    return written
+
+
+def write_gradebook(run, results: list[SubmissionGrade], written: Written | None = None) -> None:
     """Record the automatic scores in nbgrader's gradebook (the parent process is its only writer)."""
     from nbgrader.api import Gradebook, MissingEntry
-
-    import warnings
-
+    from nbgrader.utils import compute_checksum, is_solution
     from sqlalchemy.exc import SAWarning
 
-    db_url = db_url or f"sqlite:///{course.root / 'gradebook.db'}"
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+    written = written or Written()
+    with warnings.catch_warnings(), Gradebook(_db(run)) as gb:
         warnings.simplefilter("ignore", SAWarning)          # nbgrader's own add_submission
         try:
-            gb.find_assignment(course.assignment)
+            gb.find_assignment(run.assignment)
         except MissingEntry:
-            raise SystemExit(f"{course.assignment} is not in the gradebook {db_url}: run "
-                             f"`nbgrader generate_assignment {course.assignment}` first") from None
+            raise SystemExit(f"{run.assignment} is not in the gradebook {_db(run)}: run "
+                             f"`nbgrader generate_assignment {run.assignment}` first") from None
         for result in results:
             gb.update_or_create_student(result.student)
-            try:
-                submission = gb.find_submission(course.assignment, result.student)
-            except MissingEntry:
-                submission = gb.add_submission(course.assignment, result.student)
+            submitted_dir, folder = _paths(run, result.student)
+            stamp = run_timestamp(run, submitted_dir)
+            submission = (gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
+                          if stamp else gb.update_or_create_submission(run.assignment, result.student))
+            graded = nbformat.read(folder / run.notebook, as_version=4)
+            cells = {nbgrader_meta(c).get("grade_id"): c for c in graded.cells}
             scores = {c.grade_id: c for c in result.cells}
+            before = written.previous.get(result.student, {})
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
-                    cell = scores.get(grade.name)
-                    if cell is not None and cell.score is not None:
-                        grade.auto_score = cell.score
-                        grade.needs_manual_grade = False
-                    elif cell is not None and cell.status == "manual":
+                    cell, score = cells.get(grade.name), scores.get(grade.name)
+                    if score is None or cell is None:
+                        continue
+                    if score.status != "manual":
+                        grade.auto_score, grade.needs_manual_grade = score.score, False
+                        continue
+                    checksum = cell.metadata.get("nbgrader", {}).get("checksum")
+                    blank = checksum is not None and checksum == compute_checksum(cell)
+                    if blank or result.student in written.unreadable:
+                        grade.auto_score, grade.needs_manual_grade = 0.0, False   # nothing to grade
+                        continue
+                    grade.auto_score = None
+                    changed = before.get(grade.name) != cell.source
+                    if grade.manual_score is None or changed:
                         grade.needs_manual_grade = True
+                for comment in notebook.comments:
+                    cell = cells.get(comment.name)
+                    if cell is not None and is_solution(cell):
+                        checksum = cell.metadata.get("nbgrader", {}).get("checksum")
+                        blank = checksum is not None and checksum == compute_checksum(cell)
+                        comment.auto_comment = "No response." if blank else None
             gb.db.commit()
 
 
-def write_feedback(course, result: SubmissionGrade) -> Path:
-    """A student's feedback: every graded cell with its score and the reason for a zero."""
-    folder = course.root / "feedback" / result.student / course.assignment
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {course.assignment}: automatic grading", "",
-             f"Automatic score: **{result.score:g}** of {result.auto_max:g} "
-             "(cells graded by hand are added later).", ""]
-    if result.error:
-        lines += [f"**Your submission could not be graded:** {result.error}", ""]
-    lines += ["| cell | score | result |", "|---|---|---|"]
-    for c in result.cells:
-        score = "by hand" if c.score is None else f"{c.score:g} / {c.points:g}"
-        why = "<br>".join(c.reasons) if c.status != "passed" else ""
-        lines.append(f"| {c.grade_id} | {score} | {c.status}{': ' + why if why else ''} |")
-    if result.flags:
-        lines += ["", "Notes on your notebook:", *[f"- {f}" for f in result.flags]]
-    path = folder / "feedback.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def run_timestamp(run, submitted_dir: Path):
+    """The submission's timestamp as nbgrader reads it (``timestamp.txt``), or None."""
+    from nbgrader.utils import parse_utc
+
+    stamp = submitted_dir / "timestamp.txt"
+    text = stamp.read_text().strip() if stamp.exists() else ""
+    try:
+        return parse_utc(text) if text else None
+    except ValueError:
+        return None
+
+
+def write_feedback(run) -> None:
+    """HTML feedback for every autograded submission, by nbgrader's own ``generate_feedback``
+    (hidden tests cleared), where ``nbgrader release_feedback`` finds it."""
+    from attention_course.grading.pipeline import TempCourse
+
+    TempCourse(run.root).nbgrader("generate_feedback", run.assignment, "--force")
 
 
 def write_report(course, results: list[SubmissionGrade], folder: Path | None = None) -> Path:
