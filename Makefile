@@ -22,11 +22,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*; touch $@
 
-# Headless Chromium for the browser tests (Debian package; never a downloaded browser build).
+# Headless Chromium for the browser tests (Debian package; never a downloaded browser build) and
+# bubblewrap, the hardened grader's sandbox.
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
 	  else echo "chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core' (browser tests skip without it)"; fi; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
+	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (the hardened grader refuses to run without it)"; fi; }
 
 # Instructor commands (see README): regenerate the student release and the solutions of a lab.
 LAB ?= lab8

@@ -39,14 +39,18 @@ def available_cpus() -> int:
 
 
 def use_available_cpus() -> int:
-    """Give torch one thread per CPU actually available (see :func:`available_cpus`); returns it.
+    """Give torch half the CPUs actually available (see :func:`available_cpus`), at least one;
+    returns the thread count.
 
-    Set ``OMP_WAIT_POLICY=PASSIVE`` before torch is first imported (the labs' first cell does) so
-    that idle threads sleep instead of spinning: on a shared 2-core machine spinning threads made
-    training about ten times slower.
+    The course's models are small: their operations are too short for many threads to pay, and
+    threads that spin while they wait steal the cores of anyone sharing the machine. Measured on 2
+    cores (Lab 8's attention reader): one thread 0.077 s/step, two 0.072 alone, two with a passive
+    wait policy 0.108; with a second process on the cores, two spinning threads were ten times
+    slower. The labs' first cell also sets ``OMP_WAIT_POLICY=PASSIVE`` before torch is imported, so
+    that extra threads, where there are any, sleep instead of spinning.
     """
     import torch
 
-    threads = available_cpus()
+    threads = max(1, available_cpus() // 2)
     torch.set_num_threads(threads)
     return threads

@@ -48,7 +48,7 @@ def test_launch_and_download_buttons(built_book):
 
 
 def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
-    from attention_course import outcomes
+    from attention_course.book import outcomes
 
     outcomes.check()
     assert (outcomes.INDEX).read_text() == outcomes.render_index(), \
@@ -58,7 +58,7 @@ def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
 def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
     import copy
 
-    from attention_course import outcomes
+    from attention_course.book import outcomes
 
     data = outcomes.load()
     broken = copy.deepcopy(data)

@@ -49,11 +49,12 @@ def _variant_perturb(result, kind):
             changed = _variant_perturb(item, kind)
             if changed is not item:
                 items[i] = changed
-                break
-        return type(result)(items)
-    if isinstance(result, dict):
+                return type(result)(items)
+        return result
+    if isinstance(result, dict) and result:
         key = next(iter(result))
-        return {**result, key: _variant_perturb(result[key], kind)}
+        changed = _variant_perturb(result[key], kind)
+        return result if changed is result[key] else {**result, key: changed}
     return result
 '''
 

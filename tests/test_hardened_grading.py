@@ -430,3 +430,35 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
     assert not (course.root / "autograded").exists() and not (course.root / "feedback").exists()
     assert not (course.root / "reports").exists()
     assert (course.root / "gradebook.db").read_bytes() == gradebook
+
+
+def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
+    """Kill the worker process itself in the middle of a submission (as the machine's memory
+    killer would): a fresh worker grades it again, and every submission is graded once."""
+    import threading
+    import time
+
+    from attention_course.grading.hardened.executors import LocalWorkers
+
+    course = graded["course"]
+    students = {s: course.root / "submitted" / s / "lab8" / "lab8.ipynb" for s in ("t15_loop", "good")}
+    killed = []
+
+    def kill_the_first_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            for proc in Path("/proc").glob("[0-9]*"):
+                if "attention_course.grading.hardened.worker" in _cmdline(proc):
+                    os.kill(int(proc.name), 9)
+                    killed.append(int(proc.name))
+                    return
+            time.sleep(0.5)
+
+    killer = threading.Thread(target=kill_the_first_worker)
+    killer.start()
+    results = {r.student: r for r in LocalWorkers(jobs=1).grade(course, students)}
+    killer.join()
+    assert killed, "no worker was found to kill"
+    assert set(results) == set(students)
+    assert results["good"].score == FULL
+    assert results["t15_loop"].score == WITHOUT_TASK6 and results["t15_loop"].error == ""

@@ -155,7 +155,9 @@ def test_no_reference_answer_is_importable_from_the_package():
         answer = RecordingAnswer(ref)
         check.probe(answer, check.inputs(0), {})
         calls += answer.calls
-    assert {c[0] for c in calls} == solution_functions(load_nb(LABS["lab8"] / "lab8.ipynb"))
+    names = {c[0] for c in calls}
+    calls = [c for name in sorted(names) for c in [c for c in calls if c[0] == name][:3]]   # 3 each
+    assert names == solution_functions(load_nb(LABS["lab8"] / "lab8.ipynb"))
     candidates = [(q, f) for q, f in package_callables() if not q.startswith(NEVER_CALLED)]
     assert len(candidates) > 100
     matches = []
