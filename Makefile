@@ -50,6 +50,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) benchmarks/lab8_notebook_timing.py
 	$(PY) -m attention_course.book.build && $(PY) benchmarks/figure_toolkit_cost.py
 	$(PY) benchmarks/grading_throughput.py
+	$(PY) benchmarks/shared_machine.py
 
 clean:
 	rm -rf _build .pytest_cache

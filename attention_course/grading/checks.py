@@ -460,14 +460,23 @@ def reference(lab: Lab) -> Reference:
     if key not in _REFERENCES:
         import nbformat
 
+        import torch
+
         nb = nbformat.read(lab.notebook, as_version=4)
         namespace: dict = {"__name__": f"reference_{lab.name}"}
-        with contextlib.redirect_stdout(io.StringIO()), _quiet_warnings():
-            for cell in nb.cells:
-                meta = cell.metadata.get("nbgrader", {})
-                wanted = meta.get("grade_id") in lab.run_cells or (meta.get("solution") and not meta.get("grade"))
-                if cell.cell_type == "code" and wanted:
-                    exec(compile(cell.source, f"<{lab.name} reference: {meta.get('grade_id')}>", "exec"), namespace)
+        environ, threads = dict(os.environ), torch.get_num_threads()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), _quiet_warnings():
+                for cell in nb.cells:
+                    meta = cell.metadata.get("nbgrader", {})
+                    wanted = meta.get("grade_id") in lab.run_cells or (meta.get("solution") and not meta.get("grade"))
+                    if cell.cell_type == "code" and wanted:
+                        exec(compile(cell.source, f"<{lab.name} reference: {meta.get('grade_id')}>", "exec"),
+                             namespace)
+        finally:                  # the lab's first cell sets threads and variables: not the grader's
+            os.environ.clear()
+            os.environ.update(environ)
+            torch.set_num_threads(threads)
         _REFERENCES[key] = Reference(namespace, lab.name)
     return _REFERENCES[key]
 

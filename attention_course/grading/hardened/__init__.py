@@ -34,6 +34,7 @@ from attention_course.grading.hardened.score import (CellGrade, SubmissionGrade,
 __all__ = ["GradingRun", "Limits", "CellGrade", "SubmissionGrade", "grade_submission", "grade_batch",
            "find_submissions", "nbgrader_meta"]
 
+
 @dataclass(frozen=True)
 class GradingRun:
     """One assignment of one course directory, graded with one seed and one set of limits."""
@@ -54,7 +55,6 @@ class GradingRun:
 
     def source(self) -> nbformat.NotebookNode:
         return nbformat.read(self.root / "source" / self.assignment / self.notebook, as_version=4)
-
 
 
 def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGrade:
