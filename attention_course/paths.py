@@ -16,8 +16,3 @@ SOURCE = REPO / "source"                        # instructor notebooks and their
 BUILD = REPO / "_build"
 HTML = BUILD / "html"
 OFFLINE = REPO / "offline"                      # npm packages the built book serves itself
-
-
-def lab_source(lab: str) -> Path:
-    """``source/<lab>/`` of the repository (instructor side)."""
-    return SOURCE / lab
