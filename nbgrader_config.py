@@ -36,6 +36,10 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md",
                             "checks.py"]
 
+# Collecting from the exchange: a submission counts only for the account that wrote it (stock
+# nbgrader warns about a folder forged in another student's name, then collects it anyway)
+c.ExchangeFactory.collect = "attention_course.grading.exchange.OwnerCheckedCollect"
+
 # Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
 # (CI executes the solution notebook in a test instead).
 c.GenerateSolution.preprocessors = [

@@ -6,6 +6,8 @@
 - :mod:`~attention_course.grading.pipeline` -- the nbgrader pipeline driven from Python (release,
   solutions, autograde, gradebook scores) for the tests;
 - :mod:`~attention_course.grading.preprocessors` -- the course's nbgrader preprocessors;
+- :mod:`~attention_course.grading.exchange` -- nbgrader's exchange with forged submissions refused
+  at collection (selected in the course's ``nbgrader_config.py``);
 - :mod:`~attention_course.grading.hardened` -- the hardened grader, by stage: assemble, probe,
   run (kernel, sandbox), score, record.
 

@@ -123,10 +123,15 @@ def write_autograded(run, results: list[SubmissionGrade]) -> Written:
             written.unreadable.add(result.student)
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(autograded_notebook(source, submitted, result, checksums), target)
-        stamp = submitted_dir / "timestamp.txt"
-        if stamp.exists():
-            shutil.copy2(stamp, folder / "timestamp.txt")
+        for name in SUBMISSION_FILES:
+            if (submitted_dir / name).is_file():
+                shutil.copy2(submitted_dir / name, folder / name)
     return written
+
+
+# what nbgrader keeps beside a submitted notebook: when it was submitted, and the secret that names
+# its feedback in the exchange (generate_feedback and release_feedback read them from autograded/)
+SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 def write_gradebook(run, results: list[SubmissionGrade], written: Written | None = None) -> None:

@@ -1,0 +1,115 @@
+"""Build the environment every hub user's server runs in (``make hub-env``; run as root).
+
+    python deploy/hub/user_env.py [--prefix /opt/attention-course]
+
+It holds the pinned requirements and the course package installed from its wheel, not from the
+repository: what a student's server imports is what the wheel ships. The interpreter must be one that
+every user can run; when the build's own Python lives somewhere users cannot read (pyenv under
+/root), its standard library is copied to ``<prefix>/python`` and made relocatable with patchelf.
+Running it again only reinstalls when requirements.txt or the package changed.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def runnable_by_everyone(path: Path) -> bool:
+    """Every folder above ``path`` can be entered by others and the file executed by them."""
+    for p in [path, *path.parents]:
+        mode = p.stat().st_mode
+        if not mode & 0o001:
+            return False
+    return True
+
+
+def shared_python(prefix: Path) -> Path:
+    """An interpreter of this Python version that any user may execute."""
+    base = Path(sys.base_prefix)
+    python = base / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if runnable_by_everyone(python.resolve()):
+        return python
+    copy = prefix / "python"
+    target = copy / "bin" / python.name
+    if not target.exists():
+        stdlib = Path(sysconfig.get_paths()["stdlib"]).relative_to(base)
+        skip = {str(stdlib / "site-packages"), str(stdlib / "test")}
+
+        def ignore(folder, names):
+            rel = str(Path(folder).relative_to(base))
+            return [n for n in names if n == "__pycache__" or f"{rel}/{n}".lstrip("./") in skip]
+
+        shutil.copytree(base, copy, symlinks=True, ignore=ignore)
+        (copy / str(stdlib) / "site-packages").mkdir(exist_ok=True)
+        if shutil.which("patchelf") is None:
+            sys.exit("patchelf is missing: apt-get install patchelf (it makes the copied Python relocatable)")
+        subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", str(target)], check=True)
+        copy.chmod(0o755)
+    return target
+
+
+def build_wheel(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("attention_course-*.whl"):
+        old.unlink()
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "-w", str(out), str(REPO)], check=True)
+    return next(out.glob("attention_course-*.whl"))
+
+
+def content_digest() -> str:
+    """Changes when the pins or the package's files do (a wheel's own bytes change every build)."""
+    h = hashlib.sha1()
+    files = [REPO / "requirements.txt", REPO / "pyproject.toml"]
+    files += sorted(p for p in (REPO / "attention_course").rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def install_roles(env: Path) -> None:
+    """The per-role Jupyter config folders the hub hands each server (readable by every user)."""
+    target = env / "share" / "attention-course" / "roles"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(REPO / "deploy" / "hub" / "roles", target)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", type=Path, default=Path("/opt/attention-course"))
+    args = parser.parse_args(argv)
+    prefix = args.prefix.resolve()
+    prefix.mkdir(parents=True, exist_ok=True)
+    prefix.chmod(0o755)
+    env = prefix / "env"
+    wheel = build_wheel(prefix / "wheels")
+    digest = content_digest()
+    stamp = env / f".installed-{digest}"
+    install_roles(env)
+    if stamp.exists():
+        print(f"{env} is up to date")
+        return 0
+    if not (env / "bin" / "python").exists():
+        subprocess.run([str(shared_python(prefix)), "-m", "venv", str(env)], check=True)
+    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run(pip + ["--upgrade", "pip"], check=True)
+    subprocess.run(pip + ["-r", str(REPO / "requirements.txt")], check=True)
+    subprocess.run(pip + ["--no-deps", "--force-reinstall", str(wheel)], check=True)
+    for old in env.glob(".installed-*"):
+        old.unlink()
+    stamp.touch()
+    print(f"built {env} (course package from {wheel.name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

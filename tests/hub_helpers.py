@@ -1,0 +1,199 @@
+"""A real course hub for the tests: system accounts, JupyterHub + configurable-http-proxy on 127.0.0.1.
+
+Everything a test starts here it stops: the hub process group (proxy and users' servers included),
+the accounts (``userdel --remove``) and the exchange folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+HUB = REPO / "deploy" / "hub"
+PREFIX = Path(os.environ.get("COURSE_HUB_PREFIX", "/opt/attention-course"))
+USER_ENV = PREFIX / "env"
+COURSE_ID = "attention-and-transformers"
+
+
+def missing_requirements() -> str:
+    """Why a hub cannot be started here ("" when it can)."""
+    if os.geteuid() != 0:
+        return "the hub tests make system accounts: run them as root"
+    for tool in ("useradd", "userdel", "runuser", "npm"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing"
+    return ""
+
+
+def prepare() -> None:
+    """The users' environment (``make hub-env``) and the pinned proxy (``npm ci``), once."""
+    subprocess.run([sys.executable, str(HUB / "user_env.py"), "--prefix", str(PREFIX)], check=True,
+                   stdout=subprocess.DEVNULL)
+    if not (HUB / "node_modules" / ".bin" / "configurable-http-proxy").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def free_ports(n: int = 3) -> int:
+    """A first port p with p .. p + n - 1 all free on 127.0.0.1 (proxy, hub, proxy API)."""
+    for _ in range(200):
+        base = 20000 + secrets.randbelow(30000)
+        try:
+            for p in range(base, base + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free ports")
+
+
+class Hub:
+    """One running hub and its roster. Use as a context manager."""
+
+    def __init__(self, instructors: list[str], students: list[str]):
+        self.instructors, self.students = instructors, students
+        self.password = secrets.token_urlsafe(12)
+        self.tmp = Path(tempfile.mkdtemp(prefix="course-hub-"))
+        self.tmp.chmod(0o755)
+        self.exchange = self.tmp / "exchange"
+        (self.tmp / "roster.json").write_text(json.dumps({"instructors": instructors, "students": students}))
+        self.port = free_ports()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "COURSE_ID": COURSE_ID, "COURSE_ROSTER": str(self.tmp / "roster.json"),
+                    "COURSE_EXCHANGE": str(self.exchange), "COURSE_USER_ENV": str(USER_ENV),
+                    "COURSE_HUB_STATE": str(self.tmp / "state"), "COURSE_HUB_PORT": str(self.port),
+                    "COURSE_HUB_AUTH": "shared-password", "COURSE_HUB_PASSWORD": self.password}
+        self.process = None
+        self.tokens: dict[str, str] = {}
+
+    # --- life cycle --------------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            subprocess.run([sys.executable, str(HUB / "course.py"), "setup", "--create-users"],
+                           env=self.env, check=True, capture_output=True, text=True)
+            self.log = open(self.tmp / "hub.log", "w")
+            self.process = subprocess.Popen(
+                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],
+                cwd=self.tmp, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            self._wait_until_up()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_until_up(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the hub exited ({self.process.returncode}):\n{self.log_text()}")
+            try:
+                if requests.get(f"{self.url}/hub/api/", timeout=5).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the hub did not come up:\n{self.log_text()}")
+
+    def log_text(self) -> str:
+        return (self.tmp / "hub.log").read_text()[-6000:]
+
+    def __exit__(self, *exc):
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)       # the hub stops users' servers and proxy
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        for name in self.instructors + self.students:           # servers run in their own sessions
+            subprocess.run(["pkill", "-KILL", "-u", name], check=False)
+        subprocess.run([sys.executable, str(HUB / "course.py"), "remove-users"], env=self.env, check=False,
+                       capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- a user's view ---------------------------------------------------------------------------
+    def login(self, name: str) -> requests.Session:
+        """Log in through the hub's form, as a browser would; the session holds the cookies."""
+        s = requests.Session()
+        s.get(f"{self.url}/hub/login", timeout=30).raise_for_status()
+        r = s.post(f"{self.url}/hub/login", timeout=30, allow_redirects=False,
+                   data={"username": name, "password": self.password, "_xsrf": s.cookies.get("_xsrf")})
+        if r.status_code != 302:
+            raise RuntimeError(f"login of {name} refused ({r.status_code})")
+        return s
+
+    def token(self, name: str) -> str:
+        """An API token the user made for themself through the hub's REST API."""
+        if name not in self.tokens:
+            s = self.login(name)
+            r = s.post(f"{self.url}/hub/api/users/{name}/tokens", json={"note": "course tests"},
+                       headers={"X-XSRFToken": s.cookies.get("_xsrf")}, timeout=30)
+            r.raise_for_status()
+            self.tokens[name] = r.json()["token"]
+        return self.tokens[name]
+
+    def api(self, name: str, method: str, path: str, **kw) -> requests.Response:
+        """A request as ``name`` to the hub (``/hub/...``) or a server (``/user/...``)."""
+        headers = {"Authorization": f"token {self.token(name)}", **kw.pop("headers", {})}
+        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=kw.pop("timeout", 120),
+                                **kw)
+
+    def start_server(self, name: str) -> None:
+        r = self.api(name, "POST", f"/hub/api/users/{name}/server")
+        if r.status_code not in (201, 202):
+            raise RuntimeError(f"spawn of {name}: {r.status_code} {r.text}")
+
+    def wait_ready(self, name: str, timeout: float = 180) -> float:
+        """Seconds until the user's server answers through the proxy."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            info = self.api(name, "GET", f"/hub/api/users/{name}").json()
+            server = (info.get("servers") or {}).get("")
+            if server and server.get("ready"):
+                if self.api(name, "GET", f"/user/{name}/api/status").status_code == 200:
+                    return time.monotonic() - start
+            time.sleep(0.5)
+        raise RuntimeError(f"the server of {name} did not start:\n{self.log_text()}")
+
+    def nbgrader_action(self, name: str, action: str, assignment: str) -> dict:
+        """A student's Assignments-tab button: fetch, submit or fetch_feedback."""
+        r = self.api(name, "POST", f"/user/{name}/assignments/{action}",
+                     data={"course_id": COURSE_ID, "assignment_id": assignment})
+        r.raise_for_status()
+        return r.json()
+
+    def formgrader(self, name: str, method: str, path: str, **kw) -> requests.Response:
+        r = self.api(name, method, f"/user/{name}/formgrader/api/{path}", **kw)
+        r.raise_for_status()
+        return r
+
+    def save_notebook(self, name: str, path: str, nb: dict) -> None:
+        """Save a notebook into the user's files, as the editor does (the contents API)."""
+        r = self.api(name, "PUT", f"/user/{name}/api/contents/{path}",
+                     json={"type": "notebook", "format": "json", "content": nb})
+        r.raise_for_status()
+
+    def as_user(self, name: str, *cmd: str, cwd: str | None = None, check: bool = False,
+                timeout: float = 600) -> subprocess.CompletedProcess:
+        """A command as that account, with the environment its server has (its terminal)."""
+        home = os.path.expanduser(f"~{name}")
+        env = ["env", "-i", f"HOME={home}", f"USER={name}", f"PATH={USER_ENV / 'bin'}:/usr/bin:/bin",
+               f"COURSE_ID={COURSE_ID}", f"COURSE_EXCHANGE={self.exchange}",
+               f"JUPYTER_CONFIG_PATH={USER_ENV / 'share' / 'attention-course' / 'roles' / self.role(name)}"]
+        return subprocess.run(["runuser", "-u", name, "--", *env, *cmd], cwd=cwd or home, check=check,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def role(self, name: str) -> str:
+        return "instructor" if name in self.instructors else "student"

@@ -1,0 +1,234 @@
+"""The course on its hub, end to end, with real processes: JupyterHub, configurable-http-proxy,
+system accounts, users' servers spawned by the hub, nbgrader's exchange, formgrader, the hardened
+grader and ``nbgrader export``.
+
+One instructor and three students. The instructor generates and releases Lab 8 from formgrader; the
+students fetch it from their Assignments tab, save their work and submit (a correct notebook, the
+untouched release, one task wrong); one student also forges a submission in another's name. The
+instructor collects, grades with the hardened grader in a terminal, enters a manual score in
+formgrader and exports the gradebook. Then each account tries what it must not be able to do.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import secrets
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import hub_helpers
+from hub_helpers import COURSE_ID, Hub
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+FULL, WITHOUT_TASK6, MANUAL = 23.0, 21.0, 1.5
+WRONG_MAP = ("def attention_map(weights, reading, n_columns):\n"
+             "    return weights[:, :n_columns].flip(0)\n")
+
+
+def graded_cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+@pytest.fixture(scope="module")
+def course():
+    missing = hub_helpers.missing_requirements()
+    if missing:
+        pytest.skip(missing)
+    hub_helpers.prepare()
+    tag = secrets.token_hex(3)
+    instructor = f"ti{tag}"
+    good, blank, wrong = (f"ts{tag}{k}" for k in "abc")
+    with Hub([instructor], [good, blank, wrong]) as hub:
+        hub.names = {"instructor": instructor, "good": good, "blank": blank, "wrong": wrong}
+        yield hub
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    """Run the whole term once; the tests read what it left behind."""
+    hub, n = course, course.names
+    people = [n["instructor"], n["good"], n["blank"], n["wrong"]]
+    for name in people:                                   # every server spawned by the hub at once
+        hub.start_server(name)
+    spawn_seconds = {name: hub.wait_ready(name) for name in people}
+
+    inst = n["instructor"]
+    assert hub.formgrader(inst, "POST", "assignment/lab8/assign").json()["success"]
+    assert hub.formgrader(inst, "POST", "assignment/lab8/release").json()["success"]
+
+    listed = {}
+    for student in (n["good"], n["blank"], n["wrong"]):
+        listed[student] = hub.api(student, "GET", f"/user/{student}/assignments",
+                                  params={"course_id": COURSE_ID}).json()
+        fetched = hub.nbgrader_action(student, "fetch", "lab8")
+        assert fetched["success"], fetched
+    solution = nbformat.read(REPO / "solutions" / "lab8" / "lab8.ipynb", as_version=4)
+    wrong = nbformat.from_dict(json.loads(json.dumps(solution)))
+    graded_cell(wrong, "task6_solution").source = WRONG_MAP
+    hub.save_notebook(n["good"], "lab8/lab8.ipynb", solution)
+    hub.save_notebook(n["wrong"], "lab8/lab8.ipynb", wrong)
+    for student in (n["good"], n["blank"], n["wrong"]):
+        submitted = hub.nbgrader_action(student, "submit", "lab8")
+        assert submitted["success"], submitted
+
+    # the "wrong" student forges a later, empty submission in the "good" student's name
+    forged = hub.as_user(n["wrong"], "python", "-c", FORGE.format(
+        inbound=hub.exchange / COURSE_ID / "inbound", victim=n["good"]))
+
+    collected = hub.formgrader(inst, "POST", "assignment/lab8/collect").json()
+    course_dir = Path(os.path.expanduser(f"~{inst}")) / COURSE_ID
+    grading = hub.as_user(inst, "python", "-m", "attention_course.grading.hardened", "lab8",
+                          "--course", str(course_dir), "--jobs", "2")
+    assert grading.returncode == 0, grading.stderr[-3000:]
+
+    # a manual score for one student's first written answer, through formgrader's API
+    notebooks = hub.formgrader(inst, "GET", "submitted_notebooks/lab8/lab8").json()
+    good_nb = next(s for s in notebooks if s["student"] == n["good"])
+    grades = hub.formgrader(inst, "GET", "grades", params={"submission_id": good_nb["id"]}).json()
+    written = next(g for g in grades if g["name"] == "task7a_answer")
+    hub.formgrader(inst, "PUT", f"grade/{written['id']}", data=json.dumps({"manual_score": MANUAL}))
+
+    export = hub.as_user(inst, "nbgrader", "export", "--to", "grades.csv", cwd=str(course_dir))
+    assert export.returncode == 0, export.stderr[-3000:]
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((course_dir / "grades.csv").read_text()))}
+
+    # feedback back to the students through the exchange
+    released = hub.formgrader(inst, "POST", "assignment/lab8/release_feedback").json()
+    assert released["success"], released
+    feedback = {s: hub.nbgrader_action(s, "fetch_feedback", "lab8") for s in (n["good"], n["wrong"])}
+    return {"spawn": spawn_seconds, "listed": listed, "forged": forged, "collected": collected,
+            "grading": grading, "rows": rows, "course_dir": course_dir, "feedback": feedback}
+
+
+FORGE = """
+import os, pathlib
+folder = pathlib.Path("{inbound}") / "{victim}+lab8+2099-01-01 00:00:00.000000 UTC+forged"
+folder.mkdir()
+(folder / "lab8.ipynb").write_text('{{"cells": [], "metadata": {{}}, "nbformat": 4, "nbformat_minor": 5}}')
+(folder / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
+print("forged")
+"""
+
+
+def test_students_see_lab8_in_their_assignments(course, graded):
+    for student, listing in graded["listed"].items():
+        assert listing["success"], listing
+        assert [a["assignment_id"] for a in listing["value"]] == ["lab8"]
+        assert all(a["status"] == "released" for a in listing["value"])
+
+
+def test_export_holds_autograded_plus_manual_totals(course, graded):
+    n, rows = course.names, graded["rows"]
+    assert set(rows) >= {n["good"], n["blank"], n["wrong"]}
+    assert float(rows[n["good"]]["raw_score"]) == FULL + MANUAL
+    assert float(rows[n["blank"]]["raw_score"]) == 0.0
+    assert float(rows[n["wrong"]]["raw_score"]) == WITHOUT_TASK6
+    assert {float(r["max_score"]) for r in rows.values()} == {29.0}
+
+
+def test_a_forged_submission_is_not_collected(course, graded):
+    """The forgery was possible (the inbox is writable) but it did not replace the real one."""
+    n = course.names
+    assert graded["forged"].stdout.strip() == "forged"
+    submitted = graded["course_dir"] / "submitted" / n["good"] / "lab8" / "lab8.ipynb"
+    nb = nbformat.read(submitted, as_version=4)
+    assert len(nb.cells) > 10                         # the student's own notebook, not the forged one
+    assert float(graded["rows"][n["good"]]["raw_score"]) == FULL + MANUAL
+
+
+def test_feedback_reaches_its_student(course, graded):
+    n = course.names
+    for student in (n["good"], n["wrong"]):
+        assert graded["feedback"][student]["success"], graded["feedback"][student]
+        html = list((Path(os.path.expanduser(f"~{student}")) / "lab8" / "feedback").rglob("lab8.html"))
+        assert len(html) == 1
+        text = html[0].read_text()
+        assert "run_hidden_check" not in text and "checks.py" not in text
+
+
+def test_instructor_has_formgrader_and_students_do_not(course, graded):
+    n = course.names
+    assert course.api(n["instructor"], "GET", f"/user/{n['instructor']}/formgrader").status_code == 200
+    for student in (n["good"], n["blank"]):
+        r = course.api(student, "GET", f"/user/{student}/formgrader")
+        assert r.status_code == 404
+        r = course.api(student, "GET", f"/user/{student}/formgrader/api/assignments")
+        assert r.status_code == 404
+
+
+def test_a_student_cannot_open_another_users_server(course, graded):
+    n = course.names
+    for target in (n["blank"], n["instructor"]):
+        r = course.api(n["good"], "GET", f"/user/{target}/api/contents", allow_redirects=False)
+        assert r.status_code in (302, 403), r.status_code
+
+
+READS = {
+    "the exchange's inbox (whose names hide each submission)": "{exchange}/inbound",
+    "the exchange's feedback folder": "{exchange}/feedback",
+    "another student's home (their working copy, fetched feedback)": "~{other}/lab8",
+    "the instructor's sources": "~{instructor}/{course}/source/lab8/lab8.ipynb",
+    "the lab's checks": "~{instructor}/{course}/source/lab8/checks.py",
+    "the solutions": "~{instructor}/{course}/solutions",
+    "collected submissions": "~{instructor}/{course}/submitted",
+    "the gradebook": "~{instructor}/{course}/gradebook.db",
+    "everyone's feedback": "~{instructor}/{course}/feedback",
+}
+
+
+@pytest.mark.parametrize("what", list(READS))
+def test_a_student_cannot_read(course, graded, what):
+    n = course.names
+    path = os.path.expanduser(READS[what].format(
+        exchange=course.exchange / COURSE_ID, other=n["good"], instructor=n["instructor"], course=COURSE_ID))
+    done = course.as_user(n["wrong"], "python", "-c", PEEK.format(path=path))
+    assert done.stdout.strip() == "refused", (what, done.stdout, done.stderr)
+
+
+PEEK = """
+import os
+path = {path!r}
+try:
+    if os.path.isdir(path):
+        os.listdir(path)
+    else:
+        open(path, "rb").read(1)
+    print("read")
+except PermissionError:
+    print("refused")
+"""
+
+
+def test_a_student_cannot_write_into_releases_or_others_folders(course, graded):
+    n = course.names
+    targets = [course.exchange / COURSE_ID / "outbound" / "lab8" / "lab8.ipynb",
+               Path(os.path.expanduser(f"~{n['good']}")) / "lab8" / "lab8.ipynb",
+               course.exchange / COURSE_ID / "outbound" / "lab9"]
+    for target in targets:
+        done = course.as_user(n["wrong"], "python", "-c", SCRIBBLE.format(path=str(target)))
+        assert done.stdout.strip() == "refused", (target, done.stdout, done.stderr)
+
+
+SCRIBBLE = """
+import os
+path = {path!r}
+try:
+    if os.path.exists(path):
+        open(path, "a").write("x")
+    else:
+        os.mkdir(path)
+    print("written")
+except PermissionError:
+    print("refused")
+"""
+
+
+def test_no_server_logs_an_unwritable_exchange(course, graded):
+    log = (course.tmp / "hub.log").read_text()
+    assert "/usr/local/share/nbgrader/exchange" not in log
+    assert "Unhandled error" not in log
