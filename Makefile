@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: book test browser-deps release grade benchmark clean
+.PHONY: book test browser-deps release grade hub hub-env hub-remove-demo wheel benchmark clean
 
 book: $(STAMP)                       ## build the executed book into _build/html
 	$(PY) -m attention_course.book.build
@@ -43,6 +43,29 @@ release: $(STAMP)
 ASSIGNMENT ?= lab8
 grade: $(STAMP)
 	$(PY) -m attention_course.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
+
+# The course hub on this machine (see deploy/hub/README.md; run as root). For trying it out it makes
+# the demo accounts of deploy/hub/roster.json and prints one shared password; production: edit the
+# roster, COURSE_HUB_AUTH=pam (the accounts' own passwords), COURSE_HUB_IP=0.0.0.0 behind TLS.
+HUB_PREFIX ?= /opt/attention-course
+COURSE_HUB_AUTH ?= shared-password
+hub-env: $(STAMP)                    ## the environment every hub user's server runs in
+	@command -v patchelf >/dev/null 2>&1 || apt-get install -y -qq patchelf
+	$(PY) deploy/hub/user_env.py --prefix $(HUB_PREFIX)
+	cd deploy/hub && npm ci --no-audit --no-fund
+hub: hub-env
+	$(PY) deploy/hub/course.py setup $(if $(filter shared-password,$(COURSE_HUB_AUTH)),--create-users)
+	@export COURSE_HUB_AUTH=$(COURSE_HUB_AUTH) COURSE_USER_ENV=$(HUB_PREFIX)/env; \
+	if [ "$$COURSE_HUB_AUTH" = shared-password ]; then \
+	  export COURSE_HUB_PASSWORD=$${COURSE_HUB_PASSWORD:-$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(9))')}; \
+	  echo "course hub on http://127.0.0.1:$${COURSE_HUB_PORT:-8000}: log in as any roster name with password $$COURSE_HUB_PASSWORD"; fi; \
+	$(abspath $(VENV))/bin/jupyterhub -f deploy/hub/jupyterhub_config.py
+hub-remove-demo:                     ## remove the accounts `make hub` created
+	$(PY) deploy/hub/course.py remove-users
+
+# The course package as a wheel (students install it where there is no repository: Colab, a laptop).
+wheel: $(STAMP)
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 
 benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 30 min)
 	$(PY) benchmarks/lab8_readers.py

@@ -232,3 +232,49 @@ def test_no_server_logs_an_unwritable_exchange(course, graded):
     log = (course.tmp / "hub.log").read_text()
     assert "/usr/local/share/nbgrader/exchange" not in log
     assert "Unhandled error" not in log
+
+
+def browser_login(browser, hub, name):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", hub.password)
+    page.click("#login_submit")
+    page.wait_for_load_state("networkidle")
+    return context, page
+
+
+@pytest.mark.browser
+def test_in_the_browser_each_role_sees_its_own_tools(course, graded, browser):
+    n, shots = course.names, REPO / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    context, page = browser_login(browser, course, n["blank"])
+    try:
+        page.goto(f"{course.url}/user/{n['blank']}/tree", wait_until="networkidle")
+        page.get_by_text("Nbgrader", exact=True).first.click()
+        menu = page.locator(".lm-Menu").first
+        menu.wait_for()
+        items = menu.inner_text()
+        assert "Assignment List" in items
+        assert "Formgrader" not in items and "Create Assignment" not in items
+        menu.get_by_text("Assignment List").click()
+        page.wait_for_timeout(4000)
+        page.screenshot(path=str(shots / "hub-student-assignments.png"), full_page=True)
+        assert page.get_by_text("lab8").count() >= 1
+        refused = page.goto(f"{course.url}/user/{n['blank']}/formgrader")
+        assert refused.status == 404
+    finally:
+        context.close()
+    context, page = browser_login(browser, course, n["instructor"])
+    try:
+        page.goto(f"{course.url}/user/{n['instructor']}/tree", wait_until="networkidle")
+        page.get_by_text("Nbgrader", exact=True).first.click()
+        assert "Formgrader" in page.locator(".lm-Menu").first.inner_text()
+        page.goto(f"{course.url}/user/{n['instructor']}/formgrader", wait_until="networkidle")
+        page.wait_for_timeout(2000)
+        page.screenshot(path=str(shots / "hub-instructor-formgrader.png"), full_page=True)
+        assert page.get_by_text("Manage Assignments").count() >= 1
+        assert page.get_by_text("lab8").count() >= 1
+    finally:
+        context.close()

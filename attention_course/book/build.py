@@ -7,7 +7,8 @@
    course's ``widget-shims.js`` that connects them at any page depth) into
    ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
 3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
-4. run ``jupyter-book build`` with warnings as errors and execution caching.
+4. build the course package's wheel into ``_build/offline_assets/wheels/`` (served for download);
+5. run ``jupyter-book build`` with warnings as errors and execution caching.
 
 Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
 """
@@ -26,6 +27,7 @@ ROOT = paths.REPO
 NPM_DIR = paths.OFFLINE
 NODE_MODULES = NPM_DIR / "node_modules"
 ASSETS = paths.BUILD / "offline_assets" / "vendor"
+WHEELS = paths.BUILD / "offline_assets" / "wheels"     # served as _static/wheels/
 HTML = paths.HTML
 
 # (source under node_modules, destination under ASSETS, glob of files to keep)
@@ -82,11 +84,23 @@ def copy_assets() -> Path:
     return ASSETS
 
 
+def build_course_wheel() -> Path:
+    """The course package as a wheel, served at ``_static/wheels/`` beside the lab notebooks: the
+    labs' first cell installs it where the package is missing (Colab, a laptop)."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    for old in WHEELS.glob("*.whl"):
+        old.unlink()
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "-w", str(WHEELS), str(ROOT)])
+    return next(WHEELS.glob("attention_course-*.whl"))
+
+
 def build_book(strict: bool = True) -> Path:
     """Build the book into ``_build/html`` and return the path of its front page."""
     write_index()                 # checks book/outcomes.yml against the pages, then the index page
     install_npm_assets()
     copy_assets()
+    build_course_wheel()
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(ROOT), "--path-output", str(ROOT)]
     if strict:
