@@ -22,8 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*; touch $@
 
-# Headless Chromium for the browser tests (Debian package; never a downloaded browser build) and
-# bubblewrap, the hardened grader's sandbox.
+# Headless Chromium for the browser tests (Debian package; never a downloaded browser build),
+# bubblewrap, the hardened grader's sandbox, and patchelf (the hub's user environment, make hub-env).
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
@@ -31,6 +31,9 @@ browser-deps:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (the hardened grader refuses to run without it)"; fi; }
+	@command -v patchelf >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq patchelf || { apt-get update -qq && apt-get install -y -qq patchelf; }; \
+	  else echo "patchelf is missing: run 'sudo apt-get install patchelf' (the course hub's user environment needs it)"; fi; }
 
 # Instructor commands (see README): regenerate the student release and the solutions of a lab.
 LAB ?= lab8
@@ -49,8 +52,7 @@ grade: $(STAMP)
 # roster, COURSE_HUB_AUTH=pam (the accounts' own passwords), COURSE_HUB_IP=0.0.0.0 behind TLS.
 HUB_PREFIX ?= /opt/attention-course
 COURSE_HUB_AUTH ?= shared-password
-hub-env: $(STAMP)                    ## the environment every hub user's server runs in
-	@command -v patchelf >/dev/null 2>&1 || apt-get install -y -qq patchelf
+hub-env: $(STAMP) browser-deps       ## the environment every hub user's server runs in
 	$(PY) deploy/hub/user_env.py --prefix $(HUB_PREFIX)
 	cd deploy/hub && npm ci --no-audit --no-fund
 hub: hub-env
@@ -74,6 +76,8 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) -m attention_course.book.build && $(PY) benchmarks/figure_toolkit_cost.py
 	$(PY) benchmarks/grading_throughput.py
 	$(PY) benchmarks/shared_machine.py
+	$(PY) benchmarks/dask_grading.py
+	$(PY) benchmarks/hub_capacity.py                 # as root: it makes accounts
 
 clean:
 	rm -rf _build .pytest_cache

@@ -41,10 +41,12 @@ def test_lab_page_is_shown_unexecuted(built_book):
 
 
 def test_launch_and_download_buttons(built_book):
+    """Binder, Colab and the download; no hub button while _config.yml names no hub
+    (tests/test_launch_paths.py checks every page for that)."""
     html = (built_book / "book/chapter8/index.html").read_text()
-    for needle in ("mybinder.org", "colab.research.google.com", "hub.example.edu",
-                   "_sources/book/chapter8/index"):
+    for needle in ("mybinder.org", "colab.research.google.com", "_sources/book/chapter8/index"):
         assert needle in html, needle
+    assert "JupyterHub" not in html
 
 
 def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():

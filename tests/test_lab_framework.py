@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pkgutil
 import signal
+import tempfile
 
 import pytest
 import torch
@@ -24,7 +25,7 @@ from conftest import REPO, load_nb
 LABS = {"lab8": REPO / "source" / "lab8", "fixture": REPO / "tests/fixtures/course/source/fixture"}
 # imported for the search, but never called: they mount, build or write when called
 NEVER_CALLED = ("attention_course.grading.hardened.sandbox", "attention_course.book.build",
-                "attention_course.grading.hardened.cli")
+                "attention_course.grading.hardened.cli", "attention_course.grading.hardened.dask_workers")
 
 
 def graded_code_cells(nb):
@@ -145,9 +146,11 @@ def _timeout(*_):
     raise TimeoutError
 
 
-def test_no_reference_answer_is_importable_from_the_package():
+def test_no_reference_answer_is_importable_from_the_package(tmp_path, monkeypatch):
     """Call everything in the package as each check calls the student's functions: nothing may
-    give the reference's answer (the grading seed does not matter for this)."""
+    give the reference's answer (the grading seed does not matter for this). What the calls
+    write to temporary folders goes under this test's own, removed with it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lab = framework.load_lab(LABS["lab8"])
     ref = framework.reference(lab)
     calls = []

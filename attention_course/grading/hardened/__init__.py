@@ -103,9 +103,11 @@ def find_submissions(run: GradingRun) -> dict[str, Path]:
     return {d.name: d / run.assignment / run.notebook for d in sorted(root.iterdir()) if d.is_dir()}
 
 
-def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None = None) -> list[SubmissionGrade]:
-    """Grade every submission on ``jobs`` worker processes; one failure never stops the others."""
+def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None = None,
+                executor=None) -> list[SubmissionGrade]:
+    """Grade every submission on ``jobs`` local worker processes, or on ``executor`` (a
+    :class:`~.dask_workers.DaskWorkers`); one failure never stops the others."""
     from attention_course.grading.hardened.executors import LocalWorkers
 
     students = students if students is not None else find_submissions(run)
-    return LocalWorkers(jobs).grade(run, students)
+    return (executor or LocalWorkers(jobs)).grade(run, students)

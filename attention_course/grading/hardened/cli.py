@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from attention_course.grading.hardened import GradingRun, Limits, grade_batch, sandbox
+from attention_course.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
 from attention_course.grading.hardened.record import record_batch
 
 
@@ -22,6 +23,8 @@ def main(argv=None) -> int:
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
     parser.add_argument("--tamper", choices=("fail", "restore"), default="fail")
     parser.add_argument("--no-sandbox", action="store_true", help="only where namespaces are unavailable")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="grade on the workers of this Dask scheduler instead of local processes")
     args = parser.parse_args(argv)
     use_sandbox = not args.no_sandbox
     if use_sandbox:
@@ -32,21 +35,39 @@ def main(argv=None) -> int:
             return 2
     run = GradingRun(args.course.resolve(), args.assignment, args.seed,
                      Limits(args.cell_timeout, args.run_timeout, args.memory_mb), args.tamper, use_sandbox)
-    fault = control_fault(run)
-    if fault:
-        print(f"grading stopped before anything was written: {fault}", file=sys.stderr)
-        return 3
-    results = grade_batch(run, jobs=args.jobs)
+    executor = None
+    try:
+        if args.scheduler:
+            try:
+                executor = DaskWorkers(args.scheduler)
+                executor.check_workers(use_sandbox)
+            except ClusterRefused as exc:
+                print(f"grading stopped before anything was written: {exc}", file=sys.stderr)
+                return 2
+        fault = control_fault(run, executor)
+        if fault:
+            print(f"grading stopped before anything was written: {fault}", file=sys.stderr)
+            return 3
+        try:
+            results = grade_batch(run, jobs=args.jobs, executor=executor)
+        except ClusterRefused as exc:                   # a worker joined the cluster unsandboxed
+            print(f"grading stopped before anything was written: {exc}", file=sys.stderr)
+            return 2
+    finally:
+        if executor is not None:
+            executor.close()
     folder = record_batch(run, results)
     print(f"graded {len(results)} submissions; report in {folder}; feedback in "
           f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
     return 0
 
 
-def control_fault(run: GradingRun) -> str:
-    """Grade the instructor's own solution (the source notebook) first, in the same environment:
-    anything short of full marks is the grader's fault, not a student's ("" when all is well)."""
-    control = grade_batch(run, jobs=1, students={CONTROL: run.root / "source" / run.assignment / run.notebook})[0]
+def control_fault(run: GradingRun, executor=None) -> str:
+    """Grade the instructor's own solution (the source notebook) first, in the same environment
+    (on the cluster when there is one): anything short of full marks is the grader's fault, not a
+    student's ("" when all is well)."""
+    control = grade_batch(run, jobs=1, executor=executor,
+                          students={CONTROL: run.root / "source" / run.assignment / run.notebook})[0]
     if control.error:
         return f"the control (the solution) could not be graded: {control.error}"
     wrong = [f"{c.grade_id}: {c.status} ({c.reason})" for c in control.cells

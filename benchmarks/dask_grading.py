@@ -1,0 +1,106 @@
+"""Hardened grading of a class on Dask against the local worker pool, on this machine.
+
+    python benchmarks/dask_grading.py        # about 8 minutes on 2 cores
+
+40 submissions of Lab 8 (correct, one task wrong, the untouched release, in turn), graded
+
+1. on the local pool with 2 worker processes;
+2. on a Dask scheduler with 2 workers (one thread each) on 127.0.0.1;
+3. on Dask again, with one worker killed when half the batch is done (its tasks run again on the
+   other one);
+
+plus the scheduler's overhead per submission: the round trip of a task that carries a submission's
+bytes and does nothing. Every run must give the same scores. Writes
+``benchmarks/results/dask_grading.md``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from test_dask_grading import Cluster, comparable  # noqa: E402
+
+from attention_course.grading import pipeline  # noqa: E402
+from attention_course.grading.hardened import GradingRun, Limits, grade_batch  # noqa: E402
+from attention_course.grading.hardened.dask_workers import DaskWorkers, submission_files  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results" / "dask_grading.md"
+SUBMISSIONS = 40
+WRONG_MAP = "def attention_map(weights, reading, n_columns):\n    return weights[:, :n_columns].flip(0)\n"
+
+
+def make_course(tmp: Path) -> GradingRun:
+    course = pipeline.make_course(tmp / "course", REPO / "source" / "lab8", "lab8")
+    pipeline.generate(course, "lab8")
+    solution = nbformat.read(REPO / "solutions" / "lab8" / "lab8.ipynb", as_version=4)
+    wrong = nbformat.from_dict(json.loads(json.dumps(solution)))
+    next(c for c in wrong.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "task6_solution").source = WRONG_MAP
+    release = nbformat.read(course.root / "labs" / "lab8" / "lab8.ipynb", as_version=4)
+    for i in range(SUBMISSIONS):
+        folder = course.root / "submitted" / f"student{i:02d}" / "lab8"
+        folder.mkdir(parents=True)
+        nbformat.write((solution, wrong, release)[i % 3], folder / "lab8.ipynb")
+    return GradingRun(course.root, "lab8", seed=3, limits=Limits(cell_seconds=30, run_seconds=300))
+
+
+def timed(fn):
+    start = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - start
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        run = make_course(tmp)
+        local, local_s = timed(lambda: comparable(grade_batch(run, jobs=2)))
+        cluster = Cluster(tmp)
+        try:
+            cluster.add_worker("w1")
+            cluster.add_worker("w2")
+            cluster.wait_for({"w1", "w2"})
+            with DaskWorkers(cluster.address) as workers:
+                sample = submission_files(run.root / "submitted" / "student00" / "lab8" / "lab8.ipynb")
+                overhead = workers.overhead_ms(sample)
+                on_dask, dask_s = timed(lambda: comparable(grade_batch(run, executor=workers)))
+
+                def kill_half_way():
+                    while len([k for k in workers.client.who_has() if str(k).startswith("grade-")]) \
+                            < SUBMISSIONS // 2:
+                        time.sleep(0.2)
+                    cluster.kill("w2")
+
+                killer = threading.Thread(target=kill_half_way, daemon=True)
+                killer.start()
+                killed, killed_s = timed(lambda: comparable(grade_batch(run, executor=workers)))
+        finally:
+            cluster.close()
+    same = local == on_dask == killed
+    rows = [("local pool, 2 processes", local_s), ("Dask, 2 workers", dask_s),
+            ("Dask, one of 2 workers killed half way", killed_s)]
+    lines = ["# Hardened grading on Dask against the local pool", "",
+             f"Measured by `benchmarks/dask_grading.py` on {os.cpu_count()} CPUs, {platform.machine()}, "
+             f"Python {platform.python_version()}: {SUBMISSIONS} Lab 8 submissions (correct, one task "
+             "wrong, the untouched release, in turn), sandboxed kernels.", "",
+             "| run | seconds | per submission s | vs local |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {s:.1f} | {s / SUBMISSIONS:.2f} | {s / local_s:.2f}x |" for name, s in rows]
+    lines += ["", f"Scheduler overhead per submission (round trip of a task carrying one submission's "
+              f"bytes): {overhead:.1f} ms.", "",
+              f"Every run gave the same score in every cell of every submission: {'yes' if same else 'NO'}."]
+    RESULTS.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
