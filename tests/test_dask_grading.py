@@ -140,6 +140,48 @@ def test_the_cluster_grades_every_cell_as_the_local_pool_does(cluster, course, l
     assert local["t15_loop"][2] != local["good"][2]           # the hostile ones really lost points
 
 
+def test_an_unreachable_scheduler_is_named_before_anything_is_written(course):
+    address = f"tcp://127.0.0.1:{free_ports(1)}"
+    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "--course",
+                           str(course.root), "--scheduler", address], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert f"the Dask scheduler at {address} is unreachable" in done.stderr
+    assert not (course.root / "autograded").exists() and not (course.root / "reports").exists()
+
+
+def test_a_worker_that_cannot_sandbox_is_refused(cluster):
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}      # no bwrap on its PATH
+    cluster.add_worker("bare", env=env)
+    cluster.wait_for({"bare"})
+    try:
+        with DaskWorkers(cluster.address) as workers, pytest.raises(ClusterRefused, match="bare|bubblewrap"):
+            workers.check_workers(use_sandbox=True)
+    finally:
+        cluster.kill("bare")
+
+
+def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp_path):
+    """The command line end to end: the control and the batch on the cluster, the gradebook,
+    autograded notebooks and report written here."""
+    course = pipeline.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
+    pipeline.generate(course, "lab8")
+    solution = (REPO / "solutions" / "lab8" / "lab8.ipynb").read_bytes()
+    for student, data in (("ann", solution),
+                          ("bea", (course.root / "labs" / "lab8" / "lab8.ipynb").read_bytes())):
+        folder = course.root / "submitted" / student / "lab8"
+        folder.mkdir(parents=True)
+        (folder / "lab8.ipynb").write_bytes(data)
+    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "--course",
+                           str(course.root), "--scheduler", cluster.address], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sum(s.score for s in pipeline.scores(course, "lab8", "ann").values()) == 23
+    assert sum(s.score for s in pipeline.scores(course, "lab8", "bea").values()) == 0
+    assert (course.root / "autograded" / "ann" / "lab8" / "lab8.ipynb").exists()
+    assert (course.root / "feedback" / "bea" / "lab8" / "lab8.html").exists()
+
+
 def test_a_worker_killed_mid_batch_loses_nobody(cluster, course, local):
     cluster.add_worker("w3")
     cluster.wait_for({"w3"})
@@ -160,24 +202,3 @@ def test_a_worker_killed_mid_batch_loses_nobody(cluster, course, local):
         batch.join(timeout=600)
     assert comparable(outcome["results"]) == local
     assert not list(cluster.tmp.glob(BATCH_PREFIX + "*"))    # w3's folder was swept by the others
-
-
-def test_an_unreachable_scheduler_is_named_before_anything_is_written(course):
-    address = f"tcp://127.0.0.1:{free_ports(1)}"
-    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "--course",
-                           str(course.root), "--scheduler", address], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 2
-    assert f"the Dask scheduler at {address} is unreachable" in done.stderr
-    assert not (course.root / "autograded").exists() and not (course.root / "reports").exists()
-
-
-def test_a_worker_that_cannot_sandbox_is_refused(cluster):
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}      # no bwrap on its PATH
-    cluster.add_worker("bare", env=env)
-    cluster.wait_for({"bare"})
-    try:
-        with DaskWorkers(cluster.address) as workers, pytest.raises(ClusterRefused, match="bare|bubblewrap"):
-            workers.check_workers(use_sandbox=True)
-    finally:
-        cluster.kill("bare")

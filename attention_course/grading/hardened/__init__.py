@@ -14,6 +14,9 @@ The stages, one module each (see the instructor guide in the book for the threat
    (the source notebook's solutions), on inputs rebuilt from the grading seed.
 5. :mod:`~.record` -- **record**: only the parent process writes the gradebook, feedback, report.
 
+Where submissions are graded: :mod:`~.executors` (worker processes of this machine) or
+:mod:`~.dask_workers` (tasks of a Dask cluster, ``--scheduler``); :mod:`~.cli` is the command.
+
     python -m attention_course.grading.hardened lab8 --jobs 2          # or: make grade
 """
 from __future__ import annotations
