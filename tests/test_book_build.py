@@ -83,3 +83,13 @@ def test_page_code_cells_stay_short():
                   for i, cell in enumerate(jupytext.read(page).cells)
                   if cell.cell_type == "code" and len(cell.source.splitlines()) > 15]
     assert long_cells == []
+
+
+def test_exercise_answers_stay_hidden_until_asked_for(built_book):
+    """Every computing cell of an exercises page is collapsed with its output (the solution's
+    numbers are in it), so no answer shows before the reader opens it."""
+    for page in ("book/chapter8/exercises.html", "book/chapter12/exercises.html"):
+        html = (built_book / page).read_text()
+        cells = re.findall(r'<div class="cell( [^"]*)? docutils container">', html)
+        assert cells, page
+        assert all("tag_hide-cell" in (tags or "") for tags in cells), (page, cells)

@@ -135,6 +135,8 @@ def test_a_forged_submission_is_not_collected(course, graded):
     """The forgery was possible (the inbox is writable) but it did not replace the real one."""
     n = course.names
     assert graded["forged"].stdout.strip() == "forged"
+    assert graded["collected"]["success"]
+    assert f"names {n['good']} but was written by {n['wrong']}" in graded["collected"]["log"]
     submitted = graded["course_dir"] / "submitted" / n["good"] / "lab8" / "lab8.ipynb"
     nb = nbformat.read(submitted, as_version=4)
     assert len(nb.cells) > 10                         # the student's own notebook, not the forged one

@@ -27,15 +27,22 @@ class OwnerCheckedCollect(ExchangeCollect):
     def _genuine(self, record) -> bool:
         return self._owner(record) == record["username"]
 
-    def _sort_by_timestamp(self, records):
-        # called once per student: their own submissions only, unless every one is forged
-        genuine = [r for r in records if self._genuine(r)]
-        return super()._sort_by_timestamp(genuine or records)
-
-    def copy_files(self):
-        for record in self.src_records:
-            if not self._genuine(record):
+    def _refuse(self, records) -> list:
+        """The genuine records; each forged one is reported once."""
+        if not hasattr(self, "_reported"):
+            self._reported = set()
+        reported = self._reported
+        for record in records:
+            if not self._genuine(record) and record["filename"] not in reported:
+                reported.add(record["filename"])
                 self.log.error("not collected: %s names %s but was written by %s",
                                record["filename"], record["username"], self._owner(record))
-        self.src_records = [r for r in self.src_records if self._genuine(r)]
+        return [r for r in records if self._genuine(r)]
+
+    def _sort_by_timestamp(self, records):
+        # called once per student: their own submissions only, unless every one is forged
+        return super()._sort_by_timestamp(self._refuse(records) or records)
+
+    def copy_files(self):
+        self.src_records = self._refuse(self.src_records)
         super().copy_files()
