@@ -93,3 +93,11 @@ def test_exercise_answers_stay_hidden_until_asked_for(built_book):
         cells = re.findall(r'<div class="cell( [^"]*)? docutils container">', html)
         assert cells, page
         assert all("tag_hide-cell" in (tags or "") for tags in cells), (page, cells)
+
+
+def test_no_page_carries_a_script_twice(built_book):
+    """Inline scripts declared twice throw in the browser (sphinx-thebe's `const` did)."""
+    for page in built_book.rglob("*.html"):
+        scripts = re.findall(r"<script>(.*?)</script>", page.read_text(errors="replace"), re.S)
+        repeated = {s[:60] for s in scripts if scripts.count(s) > 1}
+        assert not repeated, (page, repeated)

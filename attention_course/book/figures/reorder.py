@@ -57,7 +57,8 @@ class ReorderFigure(CourseFigure):
 
     js_module = "reorder"
     setup = traitlets.Dict().tag(sync=True)
-    orders = traitlets.Dict().tag(sync=True)
+    orders = traitlets.List().tag(sync=True)       # [name, order] pairs: a list keeps ORDERS' order
+                                                   # (a dict's keys get sorted in saved notebooks)
     order = traitlets.Unicode("A B C D").tag(sync=True)
     positions = traitlets.Bool(False).tag(sync=True)
     causal = traitlets.Bool(False).tag(sync=True)
@@ -65,7 +66,7 @@ class ReorderFigure(CourseFigure):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("title", "Figure 8.10: reorder the tokens and follow one")
-        super().__init__(setup=reorder_setup(), orders={k: list(v) for k, v in ORDERS.items()},
+        super().__init__(setup=reorder_setup(), orders=[[k, list(v)] for k, v in ORDERS.items()],
                          **kwargs)
         self._recompute()
 

@@ -28,7 +28,7 @@ function render({ model, el }) {
                                  "aria-label": model.get("title") });
   const selectId = `course-fig-order-${Math.random().toString(36).slice(2)}`;
   const select = common.h("select", { id: selectId, "data-control": "order" },
-                          Object.keys(model.get("orders")).map((o) => common.h("option", { value: o }, o)));
+                          model.get("orders").map(([o]) => common.h("option", { value: o }, o)));
   const orderControl = common.h("div", { class: "control" }, [common.h("label", { for: selectId }, "token order"), select]);
   const positions = common.checkbox({ label: "add position vectors", checked: model.get("positions"), name: "positions" });
   const causal = common.checkbox({ label: "causal mask", checked: model.get("causal"), name: "causal" });
@@ -40,8 +40,7 @@ function render({ model, el }) {
   el.append(root);
 
   function draw() {
-    const orders = model.get("orders");
-    const order = orders[model.get("order")];
+    const order = model.get("orders").find(([name]) => name === model.get("order"))[1];
     const r = reorderAttention(model.get("setup"), order, model.get("positions"), model.get("causal"));
     const head = common.h("tr", {}, [common.h("th", {}, ""), ...order.map((t) => common.h("th", {}, NAMES[t]))]);
     matrix.replaceChildren(head, ...r.A.map((row, i) => common.h("tr", {}, [
