@@ -305,3 +305,15 @@ def test_pattern_figure_follows_every_control(visit, site):
                                    random_links=2, seed=0).sum())
             assert int(readouts(page, root, ["pairs"])["pairs"]) == expected, (kind, n, window, dilation, globals_)
     assert v.external == [] and v.real_errors() == []
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_bpe_token_strip_wraps_inside_its_box(visit, site, width):
+    v = visit(f"{site}/book/chapter12/tokens.html", f"figure-bpe-{width}.png", width=width)
+    strip = v.page.locator(".bpe-steps-fig [data-readout=strip]").first
+    strip.wait_for(timeout=10_000)
+    sizes = strip.evaluate("e => [e.scrollWidth, e.clientWidth, e.getBoundingClientRect().height,"
+                           " e.closest('.course-fig').scrollWidth, e.closest('.course-fig').clientWidth]")
+    strip_scroll, strip_width, strip_height, box_scroll, box_width = sizes
+    assert strip_scroll <= strip_width + 1 and box_scroll <= box_width + 1, sizes
+    assert strip_height > 100, sizes                 # many lines, not one clipped line

@@ -28,7 +28,9 @@ function render({ model, el }) {
   const step = common.slider({ label: "merges applied", min: 0, max: merges.length, step: 1,
                                value: model.get("step"), name: "step" });
   const reading = common.h("p", {});
-  const shown = common.h("p", { style: "line-height:2" });
+  // the token strip wraps inside the figure's box at any width (flex items, not one long line)
+  const shown = common.h("p", { "data-readout": "strip",
+                                style: "display:flex;flex-wrap:wrap;gap:3px 2px;line-height:1.6" });
   root.append(common.h("div", { class: "controls" }, [step.wrap]), reading, shown);
   el.append(root);
 
@@ -41,7 +43,7 @@ function render({ model, el }) {
       "Tokens in the text: ", common.h("strong", { class: "num", "data-readout": "tokens" }, String(symbols.length)),
       "; distinct symbols in use: ", common.h("strong", { class: "num", "data-readout": "in-use" }, String(new Set(symbols).size)), ".");
     shown.replaceChildren(...symbols.map((s) => common.h("span", {
-      style: `border:1px solid #999;border-radius:3px;padding:1px 3px;margin:1px;${s === last ? "background:#fde8c8" : ""}` }, s)));
+      style: `border:1px solid #999;border-radius:3px;padding:1px 3px;white-space:pre;${s === last ? "background:#fde8c8" : ""}` }, s)));
     step.input.value = k; step.out.textContent = String(k);
   }
   step.input.addEventListener("input", () => { model.set("step", Number(step.input.value)); model.save_changes(); });
