@@ -317,3 +317,25 @@ def test_bpe_token_strip_wraps_inside_its_box(visit, site, width):
     strip_scroll, strip_width, strip_height, box_scroll, box_width = sizes
     assert strip_scroll <= strip_width + 1 and box_scroll <= box_width + 1, sizes
     assert strip_height > 100, sizes                 # many lines, not one clipped line
+
+
+def test_context_width_figure_shows_the_falling_ratio(visit, site):
+    """Chapter 8's opening figure: d / n read out and drawn, for every n at two widths."""
+    from attention_course.book.figures import numbers_per_symbol
+
+    v = visit(f"{site}/book/chapter8/index.html", "figure-8-context-width.png")
+    page = v.page
+    root = ".context-width-fig"
+    page.locator(root).wait_for(timeout=10_000)
+    press(page, f"{root} [data-control=width]", "Home")                   # d = 4
+    for width in (4, 8):
+        press(page, f"{root} [data-control=n]", "Home")
+        shown = []
+        for n in range(1, 65):
+            shown.append(float(readouts(page, root, ["per-symbol"])["per-symbol"]))
+            assert abs(shown[-1] - numbers_per_symbol(width, n)) <= 0.006, (width, n)
+            press(page, f"{root} [data-control=n]", "ArrowRight")
+        assert shown == sorted(shown, reverse=True) and shown[0] == width   # it falls as n grows
+        press(page, f"{root} [data-control=width]", "ArrowRight")        # d += 4
+    assert page.locator(f"{root} circle").count() == 1
+    assert v.external == [] and v.real_errors() == []

@@ -14,6 +14,7 @@ from attention_course.book.figures.qkv import QKVExplorer, qkv_attention, DEFAUL
 from attention_course.book.figures.softmax_peak import SoftmaxPeakFigure, softmax_peak_curves  # noqa: F401
 from attention_course.book.figures.reorder import ORDERS, ReorderFigure, reorder_attention  # noqa: F401
 from attention_course.book.figures.bottleneck import BottleneckFigure, bottleneck_steps  # noqa: F401
+from attention_course.book.figures.context_width import ContextWidthFigure, numbers_per_symbol  # noqa: F401
 from attention_course.book.figures.caption_maps import CaptionMapsFigure, map_readouts  # noqa: F401
 from attention_course.book.figures.routes import RoutesFigure  # noqa: F401
 from attention_course.book.figures.positions import (  # noqa: F401
