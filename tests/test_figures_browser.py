@@ -339,3 +339,24 @@ def test_context_width_figure_shows_the_falling_ratio(visit, site):
         press(page, f"{root} [data-control=width]", "ArrowRight")        # d += 4
     assert page.locator(f"{root} circle").count() == 1
     assert v.external == [] and v.real_errors() == []
+
+
+def test_bottleneck_crossing_follows_the_context_width(visit, site):
+    """Figure 8.1: the crossing is drawn as wide as the context, and clear of the decoder label."""
+    v = visit(f"{site}/book/chapter8/bottleneck.html", "figure-8-1-crossing.png")
+    page = v.page
+    root = ".bottleneck-fig"
+    page.locator(root).wait_for(timeout=10_000)
+    press(page, f"{root} [data-control=step]", "End")                    # past the crossing
+    line = page.locator(f"{root} [data-readout=crossing-line]").first
+    widths = []
+    for key in ("Home", "End"):                                          # d = 1, then d = 64
+        press(page, f"{root} [data-control=width]", key)
+        widths.append(float(line.get_attribute("stroke-width")))
+    assert widths[0] < widths[1]
+    label = page.locator(f"{root} text", has_text="decoder").first.bounding_box()
+    crossing = line.bounding_box()
+    apart = (label["x"] > crossing["x"] + crossing["width"] or label["y"] > crossing["y"] + crossing["height"]
+             or label["x"] + label["width"] < crossing["x"] or label["y"] + label["height"] < crossing["y"])
+    assert apart, (label, crossing)
+    assert v.external == [] and v.real_errors() == []

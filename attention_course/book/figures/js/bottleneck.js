@@ -56,7 +56,7 @@ function render({ model, el }) {
     const boxH = 12 + 36 * Math.min(1, d / 64);              // taller box: wider state
     svg.replaceChildren();
     text(PAD, 14, "encoder", { "text-anchor": "start", fill: BLUE });
-    text(PAD, 124, "decoder", { "text-anchor": "start", fill: TEAL });
+    text(W - PAD, 124, "decoder", { "text-anchor": "end", fill: TEAL });   // clear of the crossing
     for (let i = 0; i < len; i++) {
       const x = PAD + i * cell;
       const exists = i < now.states;
@@ -71,8 +71,12 @@ function render({ model, el }) {
     }
     if (now.phase !== "read") {
       const x = PAD + (len - 0.5) * cell;
+      // the crossing is drawn as wide as the context: d numbers, whatever n is
       svg.append(common.s("line", { x1: x, y1: 22 + boxH, x2: PAD + cell / 2, y2: 130,
-                                    stroke: GOLD, "stroke-width": 3 }));
+                                    stroke: GOLD, "stroke-width": 1 + 9 * d / 64,
+                                    "data-readout": "crossing-line" }));
+      text((x + PAD + cell / 2) / 2 + 14, (22 + boxH + 130) / 2, `c: ${d} numbers`,
+           { fill: "#8a5a00", "text-anchor": "start" });
     }
     reading.replaceChildren(
       common.h("p", {}, ["Step ", common.h("span", { class: "num" }, `${k + 1} of ${steps.length}`),
