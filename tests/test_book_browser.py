@@ -37,12 +37,11 @@ def test_chapter_math_and_widget(visit, site):
     v = visit(f"{site}/book/chapter8/index.html", "chapter8-widget.png")
     assert v.page.locator("mjx-container").count() >= 3, "MathJax did not typeset the page"
     assert v.page.locator("article img").count() >= 1, "the computed figure is missing"
-    slider = v.page.locator(".widget-slider").first
-    slider.wait_for(state="visible", timeout=10_000)
-    echo = v.page.locator(".widget-text input").first
-    assert echo.input_value() == "16"            # rendered from the widget state saved in the page
-    handle = v.page.locator(".ui-slider-handle, .noUi-handle").first
-    handle.focus()
-    handle.press("ArrowRight")                   # the jslink runs in the browser, no kernel
-    v.page.wait_for_timeout(300)
-    assert echo.input_value() == "20"
+    figure = v.page.locator(".context-width-fig").first      # rendered from the saved widget state
+    figure.wait_for(state="visible", timeout=10_000)
+    ratio = figure.locator("[data-readout=per-symbol]")
+    assert ratio.inner_text() == "5.33"                        # d = 16 over n = 3
+    control = figure.locator("[data-control=n]")
+    control.focus()
+    control.press("ArrowLeft")                                 # runs in the browser, no kernel
+    assert ratio.inner_text() == "8.00"

@@ -96,7 +96,9 @@ def role_of(spawner) -> str:
 def choose_role_config(spawner) -> None:
     """An instructor's server loads formgrader; a student's does not (roles/<role>/)."""
     roles = USER_ENV / "share" / "attention-course" / "roles"     # deploy/hub/roles, installed
-    spawner.environment["JUPYTER_CONFIG_PATH"] = str(roles / role_of(spawner))
+    # a new dict: the configured one may be shared by every spawner, and spawns run concurrently
+    spawner.environment = {**spawner.environment,
+                           "JUPYTER_CONFIG_PATH": str(roles / role_of(spawner))}
 
 
 c.Spawner.pre_spawn_hook = choose_role_config
