@@ -73,16 +73,19 @@ def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
         outcomes.check(moved)
 
 
-def test_page_code_cells_stay_short():
-    """Pages show ideas; plumbing lives in the package (cells of at most 15 lines)."""
+def test_page_code_cells_stay_short_and_narrow():
+    """Pages show ideas; plumbing lives in the package (cells of at most 15 lines), and no line
+    is wider than the page's code column shows without clipping (88 characters)."""
     import jupytext
 
     from conftest import REPO
 
-    long_cells = [(page.name, i) for page in sorted((REPO / "book").rglob("*.md"))
-                  for i, cell in enumerate(jupytext.read(page).cells)
-                  if cell.cell_type == "code" and len(cell.source.splitlines()) > 15]
-    assert long_cells == []
+    cells = [(page.relative_to(REPO), i, cell) for page in sorted((REPO / "book").rglob("*.md"))
+             for i, cell in enumerate(jupytext.read(page).cells) if cell.cell_type == "code"]
+    assert len(cells) > 100
+    assert [(page, i) for page, i, cell in cells if len(cell.source.splitlines()) > 15] == []
+    assert [(page, i, line) for page, i, cell in cells for line in cell.source.splitlines()
+            if len(line) > 88] == []
 
 
 def test_exercise_answers_stay_hidden_until_asked_for(built_book):
