@@ -37,13 +37,13 @@ browser-deps:
 
 # Instructor commands (see README): regenerate the student release and the solutions of a lab.
 LAB ?= lab8
-release: $(STAMP)
+release: $(STAMP)                    ## LAB=lab8 or LAB=lab12
 	$(VENV)/bin/jupytext --sync source/$(LAB)/$(LAB).md
 	$(VENV)/bin/nbgrader generate_assignment $(LAB) --force
 	$(VENV)/bin/nbgrader generate_solution $(LAB) --force
 
-# Hardened autograding of every submission (see book/instructors/grading.md).
-ASSIGNMENT ?= lab8
+# Hardened autograding of every submission of each lab (see book/instructors/grading.md).
+ASSIGNMENT ?= lab8 lab12
 grade: $(STAMP)
 	$(PY) -m attention_course.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
 
@@ -69,10 +69,12 @@ hub-remove-demo:                     ## remove the accounts `make hub` created
 wheel: $(STAMP)
 	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 
-benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 30 min)
+benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 60 min)
 	$(PY) benchmarks/lab8_readers.py
 	$(PY) benchmarks/lab8_variants.py
 	$(PY) benchmarks/lab8_notebook_timing.py
+	$(PY) benchmarks/lab12.py
+	$(PY) benchmarks/lab12_variants.py
 	$(PY) -m attention_course.book.build && $(PY) benchmarks/figure_toolkit_cost.py
 	$(PY) benchmarks/grading_throughput.py
 	$(PY) benchmarks/shared_machine.py

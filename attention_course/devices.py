@@ -38,19 +38,23 @@ def available_cpus() -> int:
     return max(1, cpus)
 
 
-def use_available_cpus() -> int:
-    """Give torch half the CPUs actually available (see :func:`available_cpus`), at least one;
-    returns the thread count.
+def use_available_cpus(share: float = 0.5) -> int:
+    """Give torch ``share`` of the CPUs actually available (see :func:`available_cpus`), at least
+    one; returns the thread count.
 
     The course's models are small: their operations are too short for many threads to pay, and
     threads that spin while they wait steal the cores of anyone sharing the machine. Measured on 2
     cores (Lab 8's attention reader): one thread 0.077 s/step, two 0.072 alone, two with a passive
     wait policy 0.108; with a second process on the cores, two spinning threads were ten times
     slower. The labs' first cell also sets ``OMP_WAIT_POLICY=PASSIVE`` before torch is imported, so
-    that extra threads, where there are any, sleep instead of spinning.
+    that extra threads, where there are any, sleep instead of spinning. Lab 12's transformer has
+    larger matrix products (d = 128, 128 positions): there two threads on 2 cores train about 1.9x
+    as fast as one, so it takes ``share=1``.
     """
     import torch
 
-    threads = max(1, available_cpus() // 2)
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    threads = max(1, int(available_cpus() * share))
     torch.set_num_threads(threads)
     return threads

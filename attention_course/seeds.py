@@ -13,6 +13,7 @@ import torch
 STREAMS = {                      # name -> (multiplier of the base seed, multiplier of the index)
     "train-strips": (1_000_003, 1),      # one batch of training strips per step
     "eval-strips": (7919, 101),          # one batch of evaluation strips per length
+    "text-windows": (1_000_033, 1),      # the training windows of Lab 12's language model
     "checks": (1000, 1),                 # one input set per graded check (index = the check's offset)
 }
 

@@ -16,7 +16,7 @@ CHAPTER8 = ["index", "bottleneck", "attention-over-states", "captioning", "queri
 CHAPTER12 = ["index", "tokens", "decoding", "long-sequences", "images", "summary", "exercises"]
 PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8],
          *[f"book/chapter12/{p}.html" for p in CHAPTER12], "labs/lab8/lab8.html",
-         "book/concepts.html", "book/instructors/grading.html"]
+         "labs/lab12/lab12.html", "book/concepts.html", "book/instructors/grading.html"]
 
 
 @pytest.mark.parametrize("page", PAGES)

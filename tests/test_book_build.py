@@ -34,10 +34,12 @@ def test_widget_runtime_only_on_widget_pages(built_book):
     assert "embed-amd.js" not in (built_book / "index.html").read_text()
 
 
-def test_lab_page_is_shown_unexecuted(built_book):
-    html = (built_book / "labs/lab8/lab8.html").read_text()
+@pytest.mark.parametrize("lab", ["lab8", "lab12"])
+def test_lab_page_is_shown_unexecuted(built_book, lab):
+    html = (built_book / f"labs/{lab}/{lab}.html").read_text()
     assert "NotImplementedError" in html and "YOUR CODE HERE" in html
     assert 'class="cell_output' not in html, "the student notebook should be shown without outputs"
+    assert "BEGIN SOLUTION" not in html and "run_hidden_check" not in html
 
 
 def test_launch_and_download_buttons(built_book):

@@ -1,10 +1,12 @@
-"""Lab 8 through the nbgrader pipeline: in sync, no leaks, the solution runs, hidden tests pass
+"""Each lab through the nbgrader pipeline: in sync, no leaks, the solution runs, hidden tests pass
 silently (the grades of the solution, the release and their variants: test_grading_consistency)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import jupytext
 import pytest
@@ -12,92 +14,142 @@ import pytest
 from attention_course.grading import pipeline
 from conftest import REPO, load_nb
 
-SOURCE = REPO / "source" / "lab8"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def lab8(graded_assignment):
-    return graded_assignment(SOURCE, "lab8")
+@dataclass(frozen=True)
+class LabFacts:
+    graded_cells: int                 # autograded code cells
+    autograded_points: int
+    long_running: frozenset           # locked cells that train or measure (no test depends on them)
+    full_run_shows: tuple             # strings a full run of the solution prints or displays
 
 
-def test_text_pair_matches_notebook():
-    """source/lab8/lab8.md (the reviewable twin) and lab8.ipynb hold the same cells."""
-    text = jupytext.read(SOURCE / "lab8.md")
-    nb = load_nb(SOURCE / "lab8.ipynb")
+LABS = {
+    "lab8": LabFacts(9, 23, frozenset({"task5_train", "task5_compare", "task6_maps"}),
+                     ("| 16 |", "attention exact")),
+    "lab12": LabFacts(11, 27, frozenset({"train_model", "train_plot", "generate_show", "generate_cost",
+                                     "task6_maps", "task6_measure"}),
+                      ("bits per character", "the heads that matter most", "with it")),
+}
+
+
+def source(lab):
+    return REPO / "source" / lab
+
+
+@pytest.fixture(scope="module", params=sorted(LABS))
+def graded(request, graded_assignment):
+    return request.param, graded_assignment(source(request.param), request.param)
+
+
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_text_pair_matches_notebook(lab):
+    """source/<lab>/<lab>.md (the reviewable twin) and <lab>.ipynb hold the same cells."""
+    text = jupytext.read(source(lab) / f"{lab}.md")
+    nb = load_nb(source(lab) / f"{lab}.ipynb")
     strip = [(c.cell_type, c.source.strip(), c.metadata.get("nbgrader")) for c in text.cells]
     assert strip == [(c.cell_type, c.source.strip(), c.metadata.get("nbgrader")) for c in nb.cells], \
-        "run `jupytext --sync source/lab8/lab8.md` after editing either file"
+        f"run `jupytext --sync source/{lab}/{lab}.md` after editing either file"
 
 
-def test_release_and_solutions_are_in_sync(lab8):
-    pipeline.assert_in_sync(lab8.release, REPO / "labs" / "lab8")
-    pipeline.assert_in_sync(lab8.solutions, REPO / "solutions" / "lab8")
+def test_release_and_solutions_are_in_sync(graded):
+    lab, assignment = graded
+    pipeline.assert_in_sync(assignment.release, REPO / "labs" / lab)
+    pipeline.assert_in_sync(assignment.solutions, REPO / "solutions" / lab)
 
 
-def test_nothing_leaks(lab8):
-    source = load_nb(lab8.source_nb_path)
-    pipeline.assert_no_leaks(source, load_nb(REPO / "labs" / "lab8" / "lab8.ipynb"))
-    solutions = load_nb(REPO / "solutions" / "lab8" / "lab8.ipynb")
-    pipeline.assert_no_leaks(source, solutions, allow_solutions=True)
+def test_nothing_leaks(graded):
+    lab, assignment = graded
+    src = load_nb(assignment.source_nb_path)
+    pipeline.assert_no_leaks(src, load_nb(REPO / "labs" / lab / f"{lab}.ipynb"))
+    solutions = load_nb(REPO / "solutions" / lab / f"{lab}.ipynb")
+    pipeline.assert_no_leaks(src, solutions, allow_solutions=True)
     assert "BEGIN SOLUTION" not in "".join(c.source for c in solutions.cells)
 
 
-def test_notebooks_are_nbformat_45_with_unique_ids():
-    for path in (SOURCE / "lab8.ipynb", REPO / "labs/lab8/lab8.ipynb",
-                 REPO / "solutions/lab8/lab8.ipynb"):
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_notebooks_are_nbformat_45_with_unique_ids(lab):
+    for path in (source(lab) / f"{lab}.ipynb", REPO / f"labs/{lab}/{lab}.ipynb",
+                 REPO / f"solutions/{lab}/{lab}.ipynb"):
         nb = load_nb(path)
         assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path
         assert pipeline.cell_ids_unique(nb), path
 
 
-def test_points_stated_match_metadata():
-    nb = load_nb(SOURCE / "lab8.ipynb")
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_points_stated_match_metadata(lab):
+    nb = load_nb(source(lab) / f"{lab}.ipynb")
     auto = sum(c.metadata["nbgrader"]["points"] for c in nb.cells
                if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
     manual = sum(c.metadata["nbgrader"]["points"] for c in nb.cells
                  if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "markdown")
     title = nb.cells[0].source
     assert f"autograded ({auto} points)" in title and f"by hand ({manual} points)" in title
+    for cell in nb.cells:                              # every task heading states its points
+        if cell.cell_type == "markdown" and cell.source.startswith("## Task "):
+            task = cell.source.split(":")[0].removeprefix("## Task ")
+            points = sum(c.metadata["nbgrader"]["points"] for c in nb.cells
+                         if c.metadata.get("nbgrader", {}).get("grade")
+                         and re.match(rf"task{task}[a-z]?_", c.metadata["nbgrader"]["grade_id"]))
+            assert f"({points} points" in cell.source.split("\n")[0], (lab, task, points)
 
 
-def test_solution_notebook_runs_in_full(tmp_path):
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_solution_notebook_runs_in_full(lab, tmp_path):
     """The solution, executed as a student would (full training, no NBGRADER_EXECUTION)."""
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
-    out = tmp_path / "lab8-executed.ipynb"
+    out = tmp_path / f"{lab}-executed.ipynb"
     subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
                     "--ExecutePreprocessor.timeout=600", f"--output={out}",
-                    str(REPO / "solutions" / "lab8" / "lab8.ipynb")],
+                    str(REPO / "solutions" / lab / f"{lab}.ipynb")],
                    check=True, env=env, cwd=tmp_path, capture_output=True)
     nb = load_nb(out)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors == []
-    table = next(o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", [])
-                 if "text/markdown" in o.get("data", {}))
-    assert "| 16 |" in table and "attention exact" in table
+    shown = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", ""))
+                    + str(o.get("data", {}).get("text/plain", ""))
+                    for c in nb.cells for o in c.get("outputs", []))
+    for expected in LABS[lab].full_run_shows:
+        assert expected in shown, expected
 
 
-def test_hidden_tests_pass_without_the_grading_variable(tmp_path):
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_hidden_tests_pass_without_the_grading_variable(lab):
     """The instructor notebook's tests (hidden ones included) pass, silently, when
     NBGRADER_EXECUTION is not set -- the long training cells are left out, since no test uses them."""
     from nbclient import NotebookClient
 
-    long_running = {"task5_train", "task5_compare", "task6_maps"}
-    nb = load_nb(SOURCE / "lab8.ipynb")
+    nb = load_nb(source(lab) / f"{lab}.ipynb")
     nb.cells = [c for c in nb.cells
-                if c.metadata.get("nbgrader", {}).get("grade_id") not in long_running]
+                if c.metadata.get("nbgrader", {}).get("grade_id") not in LABS[lab].long_running]
     saved = os.environ.pop("NBGRADER_EXECUTION", None)
     try:
-        # run where an instructor runs it, in source/lab8 (the hidden tests read checks.py there)
+        # run where an instructor runs it, in source/<lab> (the hidden tests read checks.py there)
         NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(SOURCE)}}).execute()
+                       resources={"metadata": {"path": str(source(lab))}}).execute()
     finally:
         if saved is not None:
             os.environ["NBGRADER_EXECUTION"] = saved
     graded = [c for c in nb.cells if c.cell_type == "code" and c.metadata["nbgrader"].get("grade")]
-    assert len(graded) == 9
+    assert len(graded) == LABS[lab].graded_cells
     for cell in graded:
         streams = [o for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"]
         assert streams == [], (cell.metadata["nbgrader"]["grade_id"], streams)
         assert not any(o.get("output_type") == "execute_result" for o in cell.outputs), \
             "a test cell that evaluates to a value could be read as partial credit"
+
+
+def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(graded):
+    """Through stock `nbgrader autograde` with the course's configuration: the solution gets
+    every autograded point, the untouched release none."""
+    lab, assignment = graded
+    scores = assignment.grade({"solution": REPO / "solutions" / lab / f"{lab}.ipynb",
+                               "untouched": REPO / "labs" / lab / f"{lab}.ipynb"})
+    auto = set(pipeline.autograded_test_cells(load_nb(source(lab) / f"{lab}.ipynb")))
+    solution, untouched = ({c: s for c, s in scores[who].items() if c in auto}
+                           for who in ("solution", "untouched"))
+    assert set(solution) == auto and sum(s.max_score for s in solution.values()) == \
+        LABS[lab].autograded_points
+    assert sum(s.score for s in solution.values()) == LABS[lab].autograded_points
+    assert sum(s.score for s in untouched.values()) == 0

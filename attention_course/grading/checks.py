@@ -471,7 +471,10 @@ def reference(lab: Lab) -> Reference:
                     meta = cell.metadata.get("nbgrader", {})
                     wanted = meta.get("grade_id") in lab.run_cells or (meta.get("solution") and not meta.get("grade"))
                     if cell.cell_type == "code" and wanted:
-                        exec(compile(cell.source, f"<{lab.name} reference: {meta.get('grade_id')}>", "exec"),
+                        # dont_inherit: this module's ``from __future__ import annotations`` must
+                        # not turn a cell's dataclass annotations into strings
+                        exec(compile(cell.source, f"<{lab.name} reference: {meta.get('grade_id')}>", "exec",
+                                     dont_inherit=True),
                              namespace)
         finally:                  # the lab's first cell sets threads and variables: not the grader's
             os.environ.clear()

@@ -10,6 +10,8 @@
   maps, the occlusion intervention;
 - :mod:`~attention_course.tasks.language_model` -- the character decoder of Section 12.2: training
   and generation with a key/value cache;
+- :mod:`~attention_course.tasks.ngram_baselines` -- Lab 12's character n-gram baselines
+  (interpolated Kneser-Ney, counted as ``nltk.lm`` scores it);
 - :mod:`~attention_course.tasks.pretrained` -- the committed checkpoints of the book's models and
   the recipes that rebuild them (``python -m attention_course.tasks.pretrained``).
 """

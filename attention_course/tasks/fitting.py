@@ -28,15 +28,19 @@ def _scheduler(opt, schedule: str, lr: float, steps: int):
 
 def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable, steps: int,
         lr: float, optimizer=torch.optim.Adam, clip: float | None = 1.0, schedule: str = "one-cycle",
-        progress: str | None = None, log_every: int = 0) -> dict:
+        progress: str | None = None, log_every: int = 0, evaluate: Callable[[int], object] | None = None,
+        evaluate_every: int = 0) -> dict:
     """Train ``model`` for ``steps`` steps.
 
     ``next_batch(step)`` returns a batch, ``loss_of(model, batch)`` its loss. ``progress`` names a
-    tqdm bar (None: no bar). Returns ``{"train_seconds", "final_loss", "losses"}`` (every step's loss).
+    tqdm bar (None: no bar). ``evaluate(steps_done)``, when given, runs in eval mode and without
+    gradients every ``evaluate_every`` steps and after the last one; its results are returned in
+    order. Returns ``{"train_seconds", "final_loss", "losses", "evaluations"}`` (every step's loss;
+    the evaluation time is not training time).
     """
     opt = optimizer(model.parameters(), lr=lr)
     sched = _scheduler(opt, schedule, lr, steps)
-    start, losses = time.perf_counter(), []
+    start, losses, evaluations, evaluating = time.perf_counter(), [], [], 0.0
     bar = tqdm(range(steps), desc=progress, disable=progress is None, mininterval=1)
     for step in bar:
         loss = loss_of(model, next_batch(step))
@@ -51,6 +55,15 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if log_every and step % log_every == 0:
             print(f"step {step:5d}  loss {losses[-1]:.3f}", flush=True)
+        if evaluate is not None and ((evaluate_every and (step + 1) % evaluate_every == 0)
+                                     or step + 1 == steps):
+            began = time.perf_counter()
+            model.eval()
+            with torch.no_grad():
+                evaluations.append(evaluate(step + 1))
+            model.train()
+            evaluating += time.perf_counter() - began
     model.eval()
-    return {"train_seconds": round(time.perf_counter() - start, 1),
-            "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses}
+    return {"train_seconds": round(time.perf_counter() - start - evaluating, 1),
+            "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses,
+            "evaluations": evaluations}

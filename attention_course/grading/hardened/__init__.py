@@ -99,11 +99,14 @@ def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGra
 
 
 def find_submissions(run: GradingRun) -> dict[str, Path]:
-    """student -> path of the notebook they should have submitted (it may not exist)."""
+    """student -> path of the notebook they should have submitted (it may not exist), for every
+    student with a submission folder for this assignment (as ``nbgrader autograde`` finds them: a
+    student who handed in another lab only is not given a zero for this one)."""
     root = run.root / "submitted"
     if not root.exists():
         return {}
-    return {d.name: d / run.assignment / run.notebook for d in sorted(root.iterdir()) if d.is_dir()}
+    return {d.name: d / run.assignment / run.notebook for d in sorted(root.iterdir())
+            if (d / run.assignment).is_dir()}
 
 
 def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None = None,

@@ -12,8 +12,9 @@ from attention_course.grading.hardened.record import record_batch
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Grade every submission of an assignment, hardened.")
-    parser.add_argument("assignment")
+    parser = argparse.ArgumentParser(description="Grade every submission of one or more assignments, "
+                                     "hardened (one after the other, each with its own control).")
+    parser.add_argument("assignments", nargs="+", metavar="assignment")
     parser.add_argument("--course", type=Path, default=Path.cwd())
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=int(os.environ.get("COURSE_GRADING_SEED", "0")),
@@ -33,9 +34,11 @@ def main(argv=None) -> int:
             print(f"refusing to grade without the sandbox: {missing} "
                   "(pass --no-sandbox to accept the risk)", file=sys.stderr)
             return 2
-    run = GradingRun(args.course.resolve(), args.assignment, args.seed,
-                     Limits(args.cell_timeout, args.run_timeout, args.memory_mb), args.tamper, use_sandbox)
+    runs = [GradingRun(args.course.resolve(), assignment, args.seed,
+                       Limits(args.cell_timeout, args.run_timeout, args.memory_mb), args.tamper, use_sandbox)
+            for assignment in dict.fromkeys(args.assignments)]
     executor = None
+    graded = []
     try:
         if args.scheduler:
             try:
@@ -44,21 +47,25 @@ def main(argv=None) -> int:
             except ClusterRefused as exc:
                 print(f"grading stopped before anything was written: {exc}", file=sys.stderr)
                 return 2
-        fault = control_fault(run, executor)
-        if fault:
-            print(f"grading stopped before anything was written: {fault}", file=sys.stderr)
-            return 3
-        try:
-            results = grade_batch(run, jobs=args.jobs, executor=executor)
-        except ClusterRefused as exc:                   # a worker joined the cluster unsandboxed
-            print(f"grading stopped before anything was written: {exc}", file=sys.stderr)
-            return 2
+        for run in runs:                              # every control first: a broken lab stops all
+            fault = control_fault(run, executor)
+            if fault:
+                print(f"grading stopped before anything was written: {run.assignment}: {fault}",
+                      file=sys.stderr)
+                return 3
+        for run in runs:
+            try:
+                graded.append((run, grade_batch(run, jobs=args.jobs, executor=executor)))
+            except ClusterRefused as exc:               # a worker joined the cluster unsandboxed
+                print(f"grading stopped before anything was written: {exc}", file=sys.stderr)
+                return 2
     finally:
         if executor is not None:
             executor.close()
-    folder = record_batch(run, results)
-    print(f"graded {len(results)} submissions; report in {folder}; feedback in "
-          f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
+    for run, results in graded:                       # written only once every lab has been graded
+        folder = record_batch(run, results)
+        print(f"{run.assignment}: graded {len(results)} submissions; report in {folder}; feedback in "
+              f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
     return 0
 
 

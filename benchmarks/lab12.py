@@ -1,0 +1,137 @@
+"""Lab 12 measured: the notebook's time, grading one submission both ways, and the model's held-out
+bits per character against character n-gram models (interpolated Kneser-Ney, orders 1-6).
+
+    .venv/bin/python benchmarks/lab12.py            # about 8 minutes on 2 cores
+
+The model is the one the notebook trains (the solution run in full, as a student runs it, with one
+cell appended that scores the trained model on the validation and test splits). The n-gram models
+are fitted on the same training split; the order and discount are chosen on the validation split
+and the chosen one is scored on the test split. Writes ``benchmarks/results/lab12.md`` and
+``lab12.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import torch
+
+from attention_course.data.python_docs import PYTHON_VERSION, split_topics
+from attention_course.grading import pipeline
+from attention_course.grading.hardened import GradingRun, Limits, grade_batch
+from attention_course.tasks.ngram_baselines import KneserNey, best_kneser_ney
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SOLUTION = REPO / "solutions" / "lab12" / "lab12.ipynb"
+STUDENTS = 3
+SCORE_CELL = """\
+import json
+print("LAB12-SCORES", json.dumps({name: bits_per_character(model, ids[name], chars[name])
+                                  for name in ("val", "test")} | {"train_seconds": record["train_seconds"]}))
+"""
+
+
+def run_notebook(workdir: Path) -> dict:
+    """The solution in full (no NBGRADER_EXECUTION) plus the scoring cell; its time without it."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(SCORE_CELL))
+    path = workdir / "lab12.ipynb"
+    nbformat.write(nb, path)
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                    "--ExecutePreprocessor.timeout=900", "--output=ran.ipynb", str(path)],
+                   check=True, env=env, cwd=workdir, capture_output=True)
+    total = time.perf_counter() - start
+    ran = nbformat.read(workdir / "ran.ipynb", as_version=4)
+    last = ran.cells[-1]
+    text = "".join(o.get("text", "") for o in last.outputs if o.get("output_type") == "stream")
+    scores = json.loads(text.split("LAB12-SCORES", 1)[1])
+    timing = last.metadata.get("execution", {})
+    began, ended = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                    for k in ("iopub.execute_input", "shell.execute_reply"))
+    return scores | {"notebook_seconds": total - (ended - began).total_seconds()}
+
+
+def time_grading(workdir: Path) -> dict:
+    course = pipeline.make_course(workdir / "course", REPO / "source" / "lab12", "lab12")
+    pipeline.generate(course, "lab12")
+    for i in range(STUDENTS):
+        pipeline.submit(course, "lab12", f"student{i}", SOLUTION)
+    start = time.perf_counter()
+    pipeline.autograde(course, "lab12")
+    nbgrader_seconds = (time.perf_counter() - start) / STUDENTS
+    run = GradingRun(course.root, "lab12", seed=0, limits=Limits())
+    start = time.perf_counter()
+    results = grade_batch(run, jobs=1)
+    hardened_seconds = (time.perf_counter() - start) / len(results)
+    assert all(r.score == 27 for r in results), [r.score for r in results]
+    return {"nbgrader_seconds": nbgrader_seconds, "hardened_seconds": hardened_seconds}
+
+
+def main():
+    splits = split_topics()
+    began = time.perf_counter()
+    ngrams = best_kneser_ney(splits["train"].text, splits["val"].text, splits["test"].text)
+    ngram_seconds = time.perf_counter() - began
+    bigram = min((r for r in ngrams["table"] if r["order"] == 2), key=lambda r: r["val_bpc"])
+    bigram["test_bpc"] = KneserNey(splits["train"].text, 2, bigram["discount"]).text_bpc(splits["test"].text)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = run_notebook(Path(tmp))
+        grading = time_grading(Path(tmp))
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, Python "
+               f"{PYTHON_VERSION}, cuda {'yes' if torch.cuda.is_available() else 'no'}")
+    best = ngrams["best"]
+    results = {"machine": machine, "model": model, "grading": grading, "ngram": ngrams,
+               "bigram": bigram, "ngram_seconds": ngram_seconds,
+               "sizes": {name: len(part) for name, part in splits.items()}}
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "lab12.json").write_text(json.dumps(results, indent=1))
+    by_order = {}
+    for row in ngrams["table"]:
+        if row["order"] not in by_order or row["val_bpc"] < by_order[row["order"]]["val_bpc"]:
+            by_order[row["order"]] = row
+    budget_rows = [("complete notebook, as a student runs it", model["notebook_seconds"], 300),
+                   ("of which training", model["train_seconds"], 180),
+                   (f"grade one submission, nbgrader autograde (mean of {STUDENTS})",
+                    grading["nbgrader_seconds"], 20),
+                   (f"grade one submission, hardened grader (mean of {STUDENTS})",
+                    grading["hardened_seconds"], 20)]
+    beat = model["test"] < best["test_bpc"]
+    text = "\n".join([
+        "# Lab 12: time budgets and held-out bits per character", "",
+        f"Written by `benchmarks/lab12.py` on {machine}. Text: Python's help topics "
+        f"(`pydoc_data`), {results['sizes']['train']:,d} / {results['sizes']['val']:,d} / "
+        f"{results['sizes']['test']:,d} characters of train / validation / test, split by topic.", "",
+        "## Time", "",
+        "| what | seconds | budget | met |", "|---|---|---|---|",
+        *[f"| {what} | {sec:.0f} | {budget} | {'yes' if sec <= budget else '**no**'} |"
+          for what, sec, budget in budget_rows], "",
+        "## Held-out bits per character", "",
+        "| model | validation bpc | test bpc |", "|---|---|---|",
+        f"| the lab's model (trained as the notebook trains it) | {model['val']:.3f} | {model['test']:.3f} |",
+        f"| bigram (Kneser-Ney, order 2, discount {bigram['discount']}) | {bigram['val_bpc']:.3f} | "
+        f"{bigram['test_bpc']:.3f} |",
+        f"| best interpolated Kneser-Ney (order {best['order']}, discount {best['discount']}, chosen "
+        f"on validation) | {best['val_bpc']:.3f} | {best['test_bpc']:.3f} |", "",
+        "Kneser-Ney by order (best discount of 0.1-0.9 on validation):", "",
+        "| order | discount | validation bpc |", "|---|---|---|",
+        *[f"| {o} | {r['discount']} | {r['val_bpc']:.3f} |" for o, r in sorted(by_order.items())], "",
+        f"The model beats the bigram model: {'yes' if model['test'] < bigram['test_bpc'] else '**no**'}. "
+        f"It beats the best Kneser-Ney model on the test split: {'yes' if beat else '**no**'}. "
+        "What else was tried for the model is in `lab12_variants.md`.", ""])
+    (HERE / "results" / "lab12.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

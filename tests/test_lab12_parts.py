@@ -1,0 +1,129 @@
+"""Lab 12's parts outside the notebook's checks: its text, its n-gram baselines, and its reference
+BPE against the ``tokenizers`` library (the comparison the lab's text promises)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from attention_course.data.python_docs import load_topics, split_topics
+from attention_course.grading.checks import reference_namespace
+from attention_course.tasks.fitting import fit
+from attention_course.tasks.ngram_baselines import UNSEEN_FLOOR, KneserNey
+
+BYTE_LEVEL_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                        *range(ord("®"), ord("ÿ") + 1)]
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return split_topics()
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return reference_namespace("lab12")
+
+
+def test_the_splits_are_whole_topics_with_no_shared_paragraph(splits):
+    names = [set(part.names) for part in splits.values()]
+    assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2])
+    assert set().union(*names) == set(load_topics())
+    paragraphs = {s: {p.strip() for p in part.text.split("\n\n") if p.strip()} for s, part in splits.items()}
+    assert not paragraphs["train"] & (paragraphs["val"] | paragraphs["test"])
+    sizes = {s: len(part) for s, part in splits.items()}
+    total = sum(sizes.values())
+    assert 0.7 < sizes["train"] / total < 0.85 and min(sizes["val"], sizes["test"]) > 0.07 * total
+    assert split_topics() == splits                                   # deterministic
+
+
+def nltk_kneser_ney(text, order, discount):
+    from nltk.lm import KneserNeyInterpolated
+    from nltk.lm.preprocessing import everygrams
+
+    lm = KneserNeyInterpolated(order, discount=discount)
+    lm.fit([list(everygrams(list(text), max_len=order))], vocabulary_text=list(text))
+    return lm
+
+
+@pytest.mark.parametrize("order, discount", [(2, 0.1), (3, 0.5), (4, 0.9)])
+def test_kneser_ney_scores_as_nltk_does(order, discount):
+    text = "the cat sat on the mat; the dog sat on the log. a cat and a dog met a cat."
+    theirs, mine = nltk_kneser_ney(text, order, discount), KneserNey(text, order, discount)
+    for i, char in enumerate(text):
+        context = text[max(0, i - order + 1):i]
+        expected = theirs.score(char, list(context))
+        # the floor moves a probability by at most UNSEEN_FLOOR (it enters at the unigram level)
+        assert mine.prob(char, context) == pytest.approx(expected, abs=UNSEEN_FLOOR)
+
+
+def test_kneser_ney_gives_unseen_characters_a_small_probability():
+    model = KneserNey("abcabcabd", 3, 0.5)
+    assert 0 < model.prob("z", "ab") < 1e-6
+    assert 1 - UNSEEN_FLOOR < sum(model.prob(c, "ab") for c in "abcd") < 1     # the rest: unseen bytes
+    with pytest.raises(ValueError, match="order"):
+        KneserNey("abc", 0)
+
+
+def library_merges(text, num_merges, pattern):
+    """``tokenizers``' byte-level BPE trainer on the same chunks: its merges as pairs of bytes."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    trainer = trainers.BpeTrainer(vocab_size=256 + num_merges, min_frequency=1, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator([text], trainer=trainer)
+    others = [b for b in range(256) if b not in BYTE_LEVEL_PRINTABLE]
+    symbol = {**{chr(b): b for b in BYTE_LEVEL_PRINTABLE}, **{chr(256 + i): b for i, b in enumerate(others)}}
+    merges = json.loads(tokenizer.to_str())["model"]["merges"]
+    pairs = [m.split(" ") if isinstance(m, str) else m for m in merges]
+    return [tuple(bytes(symbol[c] for c in part) for part in pair) for pair in pairs], tokenizer
+
+
+def as_bytes(merges):
+    table = [bytes([b]) for b in range(256)]
+    out = []
+    for a, b in merges:
+        out.append((table[a], table[b]))
+        table.append(table[a] + table[b])
+    return out
+
+
+def test_the_reference_bpe_learns_the_library_merges_on_the_lab_text(ref, splits):
+    """Same 256 merges as tokenizers on the training split (the order may differ among pairs of
+    equal count), and the same number of tokens for the unseen test split."""
+    train = splits["train"].text
+    merges = ref.learn_bpe(train, 256)
+    theirs, tokenizer = library_merges(train, 256, ref.CHUNK.pattern)
+    assert len(merges) == 256 and sorted(as_bytes(merges)) == sorted(theirs)
+    test = splits["test"].text
+    ids = ref.bpe_encode(test, merges)
+    assert len(ids) == len(tokenizer.encode(test).ids)
+    assert ref.bpe_decode(ids, merges) == test
+
+
+def test_the_chunks_are_the_library_pre_tokens(ref, splits):
+    from tokenizers import Regex, pre_tokenizers
+
+    split = pre_tokenizers.Split(Regex(ref.CHUNK.pattern), behavior="isolated")
+    text = splits["val"].text[:20000]
+    assert [piece for piece, _ in split.pre_tokenize_str(text)] == ref.split_chunks(text)
+
+
+def test_fit_evaluates_in_eval_mode_on_schedule():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Dropout(0.5))
+    seen = []
+
+    def evaluate(step):
+        seen.append((step, model.training, torch.is_grad_enabled()))
+        return step
+
+    record = fit(model, lambda step: torch.randn(4, 2), lambda m, x: m(x).pow(2).mean(), 7, 1e-2,
+                 evaluate=evaluate, evaluate_every=3)
+    assert record["evaluations"] == [3, 6, 7]
+    assert seen == [(3, False, False), (6, False, False), (7, False, False)]
