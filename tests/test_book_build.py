@@ -106,3 +106,14 @@ def test_no_page_carries_a_script_twice(built_book):
         scripts = re.findall(r"<script>(.*?)</script>", page.read_text(errors="replace"), re.S)
         repeated = {s[:60] for s in scripts if scripts.count(s) > 1}
         assert not repeated, (page, repeated)
+
+
+def test_outputs_read_as_prose_not_as_reprs(built_book):
+    """No page shows NumPy scalar reprs (``np.float32(0.89)``), and a cell that prints in a loop
+    shows one output box (streams merged), not one box per print."""
+    for page in sorted(built_book.joinpath("book").rglob("*.html")):
+        html = page.read_text()
+        assert not re.search(r"np\.(float|int|bool)\w*\(", html), page.name
+        for cell in re.findall(r'<div class="cell_output docutils container">(.*?)'
+                               r'(?=<div class="cell|</section>)', html, re.S):
+            assert cell.count('class="output stream') <= 1, page.name
