@@ -78,7 +78,9 @@ def main():
         "trains (the lab's settings: "
         f"{ref.NUM_MERGES} merges, width {ref.LMConfig().width}, {ref.LMConfig().layers} blocks of "
         f"{ref.LMConfig().heads} heads, context {ref.LMConfig().context}, dropout {ref.LMConfig().dropout}, "
-        f"batch {ref.BATCH}, {ref.TRAIN_STEPS} steps, AdamW at {ref.LEARNING_RATE} one-cycle).", "",
+        f"batch {ref.BATCH}, {ref.TRAIN_STEPS} steps, AdamW at {ref.LEARNING_RATE} one-cycle). "
+        "Training seconds are wall-clock on a machine that was not always idle; the lab's own "
+        "time, measured alone, is in `lab12.md`.", "",
         "| variant | parameters | training s | validation bpc | test bpc |", "|---|---|---|---|---|",
         *[f"| {name} | {r['parameters']:,d} | {r['seconds']:.0f} | {r['val']:.3f} | {r['test']:.3f} |"
           for name, r in rows.items()], ""])
