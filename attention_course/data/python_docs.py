@@ -6,8 +6,9 @@ copying it: no download, nothing to licence separately. Its topics overlap (the 
 statements repeats the pages on ``if``, ``while`` and ``try``), so a paragraph is kept only in the
 first topic, by name, that holds it; a held-out split then never contains text seen in training.
 
-Topics are then dealt, in the order of a hash of their names (a fixed shuffle), to whichever split is furthest below its share of the
-characters (80 / 10 / 10): deterministic, balanced, and split by document. The text differs a
+Topics are then dealt, in the order of a hash of their names (a fixed shuffle), to whichever
+split is furthest below its share of the characters (80 / 10 / 10): deterministic, balanced, and
+split by document. The text differs a
 little between Python versions (:data:`PYTHON_VERSION` says which one made the numbers).
 """
 from __future__ import annotations

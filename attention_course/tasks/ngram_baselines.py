@@ -25,9 +25,9 @@ class KneserNey:
         if len(text) <= order:
             raise ValueError(f"the training text must be longer than the order {order}")
         self.order, self.discount = order, discount
-        # counts[k][context][char]: raw counts of k-grams (context of k - 1 characters)
-        self.counts = [None] + [defaultdict(Counter) for _ in range(order + 1)]
-        for k in range(1, order + 2):
+        # counts[k][context][char]: raw counts of k-grams (context of k - 1 characters), k <= order
+        self.counts = [None] + [defaultdict(Counter) for _ in range(order)]
+        for k in range(1, order + 1):
             level = self.counts[k]
             for i in range(len(text) - k + 1):
                 level[text[i:i + k - 1]][text[i + k - 1]] += 1
