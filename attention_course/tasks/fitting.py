@@ -35,8 +35,8 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
     ``next_batch(step)`` returns a batch, ``loss_of(model, batch)`` its loss. ``progress`` names a
     tqdm bar (None: no bar). ``evaluate(steps_done)``, when given, runs in eval mode and without
     gradients every ``evaluate_every`` steps and after the last one; its results are returned in
-    order. Returns ``{"train_seconds", "final_loss", "losses", "evaluations"}`` (every step's loss;
-    the evaluation time is not training time).
+    order. Returns ``{"train_seconds", "final_loss", "losses"}`` (every step's loss), plus
+    ``"evaluations"`` when ``evaluate`` is given (the evaluation time is not training time).
     """
     opt = optimizer(model.parameters(), lr=lr)
     sched = _scheduler(opt, schedule, lr, steps)
@@ -64,6 +64,6 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
             model.train()
             evaluating += time.perf_counter() - began
     model.eval()
-    return {"train_seconds": round(time.perf_counter() - start - evaluating, 1),
-            "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses,
-            "evaluations": evaluations}
+    record = {"train_seconds": round(time.perf_counter() - start - evaluating, 1),
+              "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses}
+    return record | ({"evaluations": evaluations} if evaluate is not None else {})
