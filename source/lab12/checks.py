@@ -3,9 +3,9 @@
 Every graded cell of ``lab12.ipynb`` has one check below. Sizes are distinct on purpose (B = 3,
 N = 6 queries, N_k = 7 keys, d = 12, h = 3, d/h = 4, V = 13, L = 2), models get their weights from
 :func:`set_parameters` (every parameter in name order, from the grading seed), and every check also
-covers the inputs of the cell's visible checks. The BPE checks compare with the reference and,
-by replaying the student's merges (each must be a most frequent pair when it is made); the
-reference itself is checked against the Hugging Face ``tokenizers`` library by the test suite.
+covers the inputs of the cell's visible checks. The BPE checks replay the student's merges (each
+must be a most frequent pair when it is made) and compare them with the reference, which the test
+suite checks against the Hugging Face ``tokenizers`` library.
 """
 import random
 import re
@@ -92,12 +92,12 @@ def same_layout(names, ref_names, expect, what="TinyLM(config)") -> bool:
     return True
 
 
-def replay_counts(text, merges):
+def replay_counts(text, merges, pattern):
     """For each merge in turn: (how often its pair occurs then, the largest pair count then),
-    within the chunks of ``text`` as the lab splits it; None where a merge names an unknown id."""
+    within the chunks of ``text`` that the lab's ``pattern`` (its CHUNK) finds."""
     from collections import Counter
 
-    words = Counter(tuple(chunk.encode("utf-8")) for chunk in re.findall(CHUNK_PATTERN, text))
+    words = Counter(tuple(chunk.encode("utf-8")) for chunk in re.findall(pattern, text))
     out = []
     for m, pair in enumerate(merges):
         pairs = Counter()
@@ -118,8 +118,6 @@ def replay_counts(text, merges):
             merged[tuple(new)] = merged.get(tuple(new), 0) + count
         words = Counter(merged)
     return out
-
-CHUNK_PATTERN = r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+"
 
 
 def merges_of(value, what, expect):
@@ -165,7 +163,7 @@ class LearnBPE:
             expect.fail(f"{what}: merge m may only join bytes and tokens made by earlier merges "
                         "(ids below 256 + m)")
             return
-        counts = replay_counts(x["text"], merges)
+        counts = replay_counts(x["text"], merges, ref.CHUNK.pattern)
         late = next((m for m, (count, best) in enumerate(counts) if count < best or count == 0), None)
         if late is not None:
             expect.fail(f"{what}: on a longer text, merge {late} is not a most frequent pair at that "
