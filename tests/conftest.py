@@ -107,14 +107,16 @@ def browser():
 
 
 class Visit:
-    """An opened page with the requests and console errors it produced."""
+    """An opened page with the requests, console errors and warnings it produced."""
 
     def __init__(self, browser, url, shot_name, width=1280):
         self.external, self.errors = [], []
         self.context = browser.new_context(viewport={"width": width, "height": 1600})
         self.page = self.context.new_page()
         self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        # a clean console: errors and warnings both count (html-manager's schema warnings did)
+        self.page.on("console", lambda m: m.type in ("error", "warning")
+                     and self.errors.append(f"{m.type}: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.goto(url, wait_until="networkidle")
         self.page.wait_for_timeout(1500)                 # MathJax typesets after load
@@ -129,7 +131,7 @@ class Visit:
             self.external.append(route.request.url)
             route.abort()
 
-    def real_errors(self):
+    def console_problems(self):
         return list(self.errors)
 
 

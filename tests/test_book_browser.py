@@ -25,7 +25,7 @@ def test_page_renders_offline(visit, site, built_book, page, scheme):
     base = site if scheme == "http" else built_book.as_uri()
     v = visit(f"{base}/{page}", f"{scheme}-{page.replace('/', '_')}.png")
     assert v.external == [], f"requests left the machine: {v.external}"
-    assert v.real_errors() == [], f"console errors: {v.real_errors()}"
+    assert v.console_problems() == [], f"console errors or warnings: {v.console_problems()}"
     text = v.page.inner_text("article")
     assert "$$" not in text and "\\frac" not in text, "raw TeX is visible"
     broken = v.page.evaluate(

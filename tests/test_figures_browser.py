@@ -46,7 +46,7 @@ def test_qkv_explorer_follows_every_control(visit, site, built_book, scheme):
     check_qkv(page, 45, 3.0, False)
     press(page, ".qkv-fig [data-control=angle]", "End")
     check_qkv(page, 359, 3.0, False)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_softmax_peak_figure_follows_every_control(visit, site):
@@ -65,7 +65,7 @@ def test_softmax_peak_figure_follows_every_control(visit, site):
                 press(page, ".softmax-peak-fig [data-control=dk]", "ArrowRight")
             press(page, ".softmax-peak-fig [data-control=average]", "Space")
         press(page, ".softmax-peak-fig [data-control=scaled]", "Space")
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_controls_are_labelled_and_figures_fit_a_phone(visit, site):
@@ -108,7 +108,7 @@ def test_reorder_figure_follows_every_control(visit, site):
                 shown = float(page.locator(f".reorder-fig [data-readout=change-{token}]").first.inner_text())
                 assert abs(shown - ref["change"][t]) <= 6e-4, (name, positions, causal, token)
             select.press("ArrowDown")
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_bottleneck_figure_follows_every_control(visit, site):
@@ -137,7 +137,7 @@ def test_bottleneck_figure_follows_every_control(visit, site):
     check(8, 8, 16)
     press(page, ".bottleneck-fig [data-control=n]", "Home")                # n = 1: step clamped
     check(1, 8, 2)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_caption_maps_figure_follows_every_control(visit, site):
@@ -163,7 +163,7 @@ def test_caption_maps_figure_follows_every_control(visit, site):
             press(page, ".caption-maps-fig [data-control=word]", "ArrowRight")
         press(page, ".caption-maps-fig [data-control=word]", "Home")
         press(page, ".caption-maps-fig [data-control=relative]", "Space")
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_routes_figure_follows_every_control(visit, site):
@@ -186,7 +186,7 @@ def test_routes_figure_follows_every_control(visit, site):
         check(24, kernel)
     press(page, ".routes-fig [data-control=distance]", "Home")
     check(1, 9)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_position_figures_follow_every_control(visit, site):
@@ -231,7 +231,7 @@ def test_position_figures_follow_every_control(visit, site):
         press(page, f"{root} [data-control=gap]", "ArrowRight", 5)
         press(page, f"{root} [data-control=position]", "Home")
         press(page, f"{root} [data-control=position]", "ArrowRight", 10)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_block_trace_figure_follows_every_control(visit, site):
@@ -261,7 +261,7 @@ def test_block_trace_figure_follows_every_control(visit, site):
     press(page, f"{root} [data-control=h]", "ArrowRight")       # h = 8
     press(page, f"{root} [data-control=r]", "ArrowLeft")        # r = 3
     check(8, 24, 8, 3)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_bpe_figure_follows_its_slider(visit, site):
@@ -281,7 +281,7 @@ def test_bpe_figure_follows_its_slider(visit, site):
             shown = readouts(page, ".bpe-steps-fig", ["tokens", "in-use"])
             assert (int(shown["tokens"]), int(shown["in-use"])) == (len(symbols), len(set(symbols))), k
         press(page, ".bpe-steps-fig [data-control=step]", "ArrowRight")
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_pattern_figure_follows_every_control(visit, site):
@@ -304,7 +304,7 @@ def test_pattern_figure_follows_every_control(visit, site):
             expected = int(pattern(kind, n, window=window, dilation=dilation, globals_=globals_,
                                    random_links=2, seed=0).sum())
             assert int(readouts(page, root, ["pairs"])["pairs"]) == expected, (kind, n, window, dilation, globals_)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 @pytest.mark.parametrize("width", [1280, 375])
@@ -338,7 +338,7 @@ def test_context_width_figure_shows_the_falling_ratio(visit, site):
         assert shown == sorted(shown, reverse=True) and shown[0] == width   # it falls as n grows
         press(page, f"{root} [data-control=width]", "ArrowRight")        # d += 4
     assert page.locator(f"{root} circle").count() == 1
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []
 
 
 def test_bottleneck_crossing_follows_the_context_width(visit, site):
@@ -359,4 +359,4 @@ def test_bottleneck_crossing_follows_the_context_width(visit, site):
     apart = (label["x"] > crossing["x"] + crossing["width"] or label["y"] > crossing["y"] + crossing["height"]
              or label["x"] + label["width"] < crossing["x"] or label["y"] + label["height"] < crossing["y"])
     assert apart, (label, crossing)
-    assert v.external == [] and v.real_errors() == []
+    assert v.external == [] and v.console_problems() == []

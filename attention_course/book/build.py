@@ -15,6 +15,7 @@ Nothing is vendored into git and nothing is fetched from a CDN when a reader ope
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,26 @@ def install_npm_assets() -> None:
     run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=NPM_DIR)
 
 
+# html-manager checks each page's saved widget state against its JSON schema with Ajv 8, whose
+# strict mode logs two console warnings per page over a union type the schema itself declares
+# (`"type": ["string", "number"]` in a buffer path). Its validator is built with Ajv's option for
+# exactly that, so widget pages load with a clean console; the schema and the checking are unchanged.
+_AJV_CONSTRUCTION = re.compile(r"(\w+)=new\((\w+)\(\)\)([;,](?:\w+=)?\1\.compile\()")
+_AJV_OPTIONS = "{allowUnionTypes:true}"
+
+
+def patch_widget_validator(path: Path) -> None:
+    """Build html-manager's schema validator with ``allowUnionTypes`` (see _AJV_CONSTRUCTION)."""
+    text = path.read_text()
+    if _AJV_OPTIONS in text:
+        return
+    patched, count = _AJV_CONSTRUCTION.subn(rf"\1=new(\2())({_AJV_OPTIONS})\3", text)
+    if count == 0:
+        raise RuntimeError(f"{path}: html-manager's Ajv validator was not found; "
+                           "has @jupyter-widgets/html-manager changed?")
+    path.write_text(patched)
+
+
 def copy_assets() -> Path:
     """Copy the browser assets the pages load into the static folder of the build."""
     for src, dst in ASSET_FILES:
@@ -78,6 +99,7 @@ def copy_assets() -> Path:
     for font in (NODE_MODULES / _WIDGETS).iterdir():
         if font.suffix in WIDGET_FONT_SUFFIXES:
             shutil.copy2(font, ASSETS / "html-manager" / font.name)
+    patch_widget_validator(ASSETS / "html-manager" / "embed-amd.js")
     shutil.copy2(SHIMS, ASSETS / SHIMS.name)
     (ASSETS / "anywidget").mkdir(exist_ok=True)
     shutil.copy2(ANYWIDGET_JS, ASSETS / "anywidget" / "index.js")
