@@ -117,3 +117,57 @@ def test_outputs_read_as_prose_not_as_reprs(built_book):
         for cell in re.findall(r'<div class="cell_output docutils container">(.*?)'
                                r'(?=<div class="cell|</section>)', html, re.S):
             assert cell.count('class="output stream') <= 1, page.name
+
+
+FIGURE_NUMBER = re.compile(r"^Figures? (\d+\.(?:\d+|[A-Z]))(?: and (\d+\.\d+))?: \S")
+
+
+def figure_numbers(built_book):
+    """Every figure of the book as (number, page, caption): the captions of the computed plots
+    and the titles of the interactive figures (from each page's saved widget state)."""
+    from bs4 import BeautifulSoup
+
+    found = []
+    for page in sorted(built_book.joinpath("book").rglob("*.html")):
+        html = page.read_text()
+        soup = BeautifulSoup(html, "html.parser")
+        for img in soup.select("article img"):
+            if "_images/" not in img.get("src", ""):
+                continue                                     # a logo or a widget's fallback
+            alt = img.get("alt", "")
+            assert alt and "/" not in alt and not re.search(r"\.(png|svg|jpe?g)$", alt), \
+                f"{page.name}: an image whose alt text is {alt!r}"
+            assert len(alt.split()) >= 8, f"{page.name}: alt text too thin to describe: {alt!r}"
+            figure = img.find_parent("figure")
+            assert figure is not None and figure.figcaption is not None, \
+                f"{page.name}: an image without a caption ({alt[:40]}...)"
+            found.append((figure.figcaption.get_text(" ", strip=True).rstrip("#"), page.name))
+        for state in soup.select('script[type="application/vnd.jupyter.widget-state+json"]'):
+            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)]
+    numbered = []
+    for caption, page in found:
+        m = FIGURE_NUMBER.match(caption)
+        assert m, f"{page}: a figure whose caption does not start with its number: {caption[:60]!r}"
+        numbered += [(n, page, caption) for n in m.groups() if n]
+    return numbered
+
+
+def test_every_figure_has_its_number_a_caption_and_alt_text(built_book):
+    """Accessibility and reference: each plot has real alt text (not its file path) and a
+    caption that starts with its number; interactive figures show a numbered title. Numbers are
+    unique; Chapter 8's are the source chapter's 8.1-8.14, its own additions lettered (8.A...)."""
+    numbered = figure_numbers(built_book)
+    numbers = [n for n, _, _ in numbered]
+    assert len(numbered) >= 25                     # the scan found the figures
+    assert len(set(numbers)) == len(numbers), sorted(n for n in numbers if numbers.count(n) > 1)
+    source = {n for n in numbers if re.fullmatch(r"8\.\d+", n)}
+    assert source == {f"8.{i}" for i in range(1, 15)} - {"8.3", "8.4"}, sorted(source)
+
+
+def test_figure_check_catches_a_path_as_alt_text(tmp_path):
+    page = tmp_path / "book" / "p.html"
+    page.parent.mkdir()
+    page.write_text('<article><figure><img alt="../_images/a.png" src="../_images/a.png"/>'
+                    '<figcaption>Figure 8.A: x</figcaption></figure></article>')
+    with pytest.raises(AssertionError, match="alt text is"):
+        figure_numbers(tmp_path)

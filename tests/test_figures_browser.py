@@ -107,8 +107,21 @@ def test_reorder_figure_follows_every_control(visit, site):
             for t, token in enumerate(TOKENS):
                 shown = float(page.locator(f".reorder-fig [data-readout=change-{token}]").first.inner_text())
                 assert abs(shown - ref["change"][t]) <= 6e-4, (name, positions, causal, token)
+            check_followed_rows(page, ref, TOKENS.index("A"))        # the token followed at first
             select.press("ArrowDown")
+    follow = page.locator(".reorder-fig [data-control=follow]").first
+    follow.select_option("D")
+    now = reorder_attention(setup, ORDERS[select.input_value()], False, True)   # the last step's
+    check_followed_rows(page, now, TOKENS.index("D"))
     assert v.external == [] and v.console_problems() == []
+
+
+def check_followed_rows(page, ref, t):
+    """The followed token's rows of X, Q, K, V and O, shown to two decimals."""
+    for name in "XQKVO":
+        for j, x in enumerate(ref["rows"][name][t]):
+            shown = float(page.locator(f".reorder-fig [data-readout={name}-{j}]").first.inner_text())
+            assert abs(shown - x) <= 6e-3, (name, t, j)
 
 
 def test_bottleneck_figure_follows_every_control(visit, site):
@@ -163,6 +176,32 @@ def test_caption_maps_figure_follows_every_control(visit, site):
             press(page, ".caption-maps-fig [data-control=word]", "ArrowRight")
         press(page, ".caption-maps-fig [data-control=word]", "Home")
         press(page, ".caption-maps-fig [data-control=relative]", "Space")
+    assert v.external == [] and v.console_problems() == []
+
+
+def test_alignment_figure_reads_every_row(visit, site):
+    from attention_course.book.figures import alignment_readouts
+    from attention_course.tasks.copying import SHOWCASE, alignment
+    from attention_course.tasks.pretrained import load_or_train
+
+    copy, A = alignment(load_or_train("copy-w16"), SHOWCASE)          # as the page computes it
+    A = A.round(4)                                                    # as the figure stores it
+    v = visit(f"{site}/book/chapter8/attention-over-states.html", "figure-8-2.png")
+    page = v.page
+    page.locator(".alignment-fig").wait_for(timeout=10_000)
+    press(page, ".alignment-fig [data-control=row]", "Home")
+    for t in range(len(copy)):
+        ref = alignment_readouts(A, t)
+        shown = readouts(page, ".alignment-fig", ["max", "argmax", "where", "on-diagonal",
+                                                  "one-off", "further"])
+        assert abs(float(shown["max"]) - ref["max"]) <= 6e-4, t
+        assert int(shown["argmax"]) == ref["argmax"] + 1, t               # shown 1-based
+        assert ("on the diagonal" in shown["where"]) == (ref["offset"] == 0), t
+        assert [int(shown[k]) for k in ("on-diagonal", "one-off", "further")] == \
+            [ref["on_diagonal"], ref["one_off"], ref["further"]]
+        press(page, ".alignment-fig [data-control=row]", "ArrowRight")
+    page.locator(".alignment-fig svg rect").nth(7 * A.shape[1] + 3).click()   # a cell of row 8
+    assert page.locator(".alignment-fig [data-readout=row-value]").inner_text().startswith("8:")
     assert v.external == [] and v.console_problems() == []
 
 

@@ -4,6 +4,12 @@ sphinx-thebe adds its configuration script each time Sphinx reads the sources, a
 build reads them twice, so every page declared ``const THEBE_JS_URL`` twice and logged a
 SyntaxError (sphinx-togglebutton's inline script came twice too). Each page now carries each
 script once.
+
+Figures carry their numbers in their captions, as the source chapter numbers them (Figure 8.2,
+8.10; the book's own additions lettered, Figure 8.A). Jupyter Book turns on Sphinx's ``numfig``,
+whose running "Fig. 12" prefix would contradict them, and its default wins over ``_config.yml``
+(set there, ``numfig: false`` is overridden again before the build starts); it is switched off
+here, when the builder starts.
 """
 from __future__ import annotations
 
@@ -32,6 +38,11 @@ def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = unique_scripts(context["script_files"])
 
 
+def _no_running_figure_numbers(app):
+    app.config.numfig = False
+
+
 def setup(app):
+    app.connect("builder-inited", _no_running_figure_numbers)
     app.connect("html-page-context", _dedupe_page_scripts, priority=100)   # before any that returns
     return {"parallel_read_safe": True, "parallel_write_safe": True}

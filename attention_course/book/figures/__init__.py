@@ -22,3 +22,4 @@ from attention_course.book.figures.positions import (  # noqa: F401
 from attention_course.book.figures.block_trace import BlockTraceFigure  # noqa: F401
 from attention_course.book.figures.bpe_steps import BPEStepsFigure  # noqa: F401
 from attention_course.book.figures.patterns import PatternFigure  # noqa: F401
+from attention_course.book.figures.alignment import AlignmentFigure, alignment_readouts  # noqa: F401

@@ -1,4 +1,4 @@
-"""Figures 8.13 and 8.14: one token's path through a pre-norm block, and what each step costs.
+"""Figure 8.14: one token's path through a pre-norm block, and what each step costs.
 
 Step through the block's operations and read, for each: the shape of its result, whether it lets
 other tokens' content into a token, and its forward arithmetic; then double N and see which terms
@@ -28,7 +28,7 @@ class BlockTraceFigure(CourseFigure):
     mixes = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("title", "Figures 8.13 and 8.14: trace a token through the block")
+        kwargs.setdefault("title", "Figure 8.14: trace a token through the pre-norm block")
         super().__init__(**kwargs)
         self._recompute()
 

@@ -23,7 +23,7 @@ class BPEStepsFigure(CourseFigure):
     in_use = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, text: str, result: BPEResult, **kwargs):
-        kwargs.setdefault("title", "Byte-pair encoding, one merge at a time")
+        kwargs.setdefault("title", "Figure 12.1: byte-pair encoding, one merge at a time")
         super().__init__(text=text, merges=[list(m) for m in result.merges], **kwargs)
         self._result = result
         self._recompute()

@@ -30,7 +30,7 @@ class ContextWidthFigure(CourseFigure):
     per_symbol = traitlets.Float(16 / 3).tag(sync=True)
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("title", "A fixed context of d numbers shared by n input symbols")
+        kwargs.setdefault("title", "Figure 8.B: a fixed context of d numbers shared by n input symbols")
         super().__init__(**kwargs)
         self._recompute()
 

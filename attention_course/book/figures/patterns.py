@@ -35,7 +35,7 @@ class PatternFigure(CourseFigure):
     pairs = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("title", "Interaction patterns: who may attend to whom")
+        kwargs.setdefault("title", "Figure 12.4: interaction patterns, who may attend to whom")
         super().__init__(links={str(n): random_links(n, 2) for n in SIZES}, **kwargs)
         self._recompute()
 

@@ -2,8 +2,10 @@
 
 Four tokens (A, B, C, D) with fixed content vectors pass through one head. Choose an order, and
 optionally add position vectors (attached to the *slots*, not the tokens) or a causal mask (also on
-slots). Without either, every token's output is unchanged by the reordering and the attention
-matrix is only permuted (permutation equivariance); with either, outputs change.
+slots), and follow one token: the figure shows its rows of X (content plus, if on, its slot's
+position), Q, K, V and O. Without either, those rows are unchanged by the reordering and the
+attention matrix is only permuted (permutation equivariance); with positions, X and so Q, K, V and
+O change; with the mask, only O does.
 :func:`reorder_attention` is the reference the browser test checks against.
 """
 from __future__ import annotations
@@ -30,8 +32,9 @@ def reorder_setup(seed: int = 3, d: int = 4) -> dict:
 
 
 def reorder_attention(setup: dict, order, positions: bool, causal: bool) -> dict:
-    """Attention A (slots x slots) for the tokens in ``order``, each token's output, and how far
-    each token's output moved from its output in the original order (max |difference|)."""
+    """Attention A (slots x slots) for the tokens in ``order``, each token's output, how far each
+    token's output moved from its output in the original order (max |difference|), and each
+    token's rows: ``rows[name][t]`` is token t's row of X, Q, K, V or O (each (4, d), by token)."""
     def run(order):
         X = np.asarray(setup["X"])[list(order)]                        # (N, d) in slot order
         if positions:
@@ -43,17 +46,21 @@ def reorder_attention(setup: dict, order, positions: bool, causal: bool) -> dict
         A = np.exp(S - S.max(1, keepdims=True))
         A /= A.sum(1, keepdims=True)
         O = A @ V                                                      # (N, d) in slot order
-        by_token = np.empty_like(O)
-        by_token[list(order)] = O                                      # row t: token t's output
-        return A, by_token
+        rows = {}
+        for name, M in zip("XQKVO", (X, Q, K, V, O)):
+            rows[name] = np.empty_like(M)
+            rows[name][list(order)] = M                                # row t: token t's row
+        return A, rows
 
-    A, outputs = run(order)
+    A, rows = run(order)
     _, original = run(range(len(setup["X"])))
-    return {"A": A, "outputs": outputs, "change": np.abs(outputs - original).max(1)}
+    return {"A": A, "outputs": rows["O"], "rows": rows,
+            "change": np.abs(rows["O"] - original["O"]).max(1)}
 
 
 class ReorderFigure(CourseFigure):
-    """Controls: ``order`` (one of ORDERS), ``positions``, ``causal``. Read-out: ``change``."""
+    """Controls: ``order`` (one of ORDERS), ``positions``, ``causal``, ``follow`` (a token).
+    Read-out: ``change``."""
 
     js_module = "reorder"
     setup = traitlets.Dict().tag(sync=True)
@@ -62,6 +69,7 @@ class ReorderFigure(CourseFigure):
     order = traitlets.Unicode("A B C D").tag(sync=True)
     positions = traitlets.Bool(False).tag(sync=True)
     causal = traitlets.Bool(False).tag(sync=True)
+    follow = traitlets.Unicode("A").tag(sync=True)
     change = traitlets.List([]).tag(sync=True)
 
     def __init__(self, **kwargs):
@@ -74,6 +82,12 @@ class ReorderFigure(CourseFigure):
     def _check_order(self, proposal):
         if proposal["value"] not in ORDERS:
             raise traitlets.TraitError(f"order must be one of {list(ORDERS)}, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @traitlets.validate("follow")
+    def _check_follow(self, proposal):
+        if proposal["value"] not in TOKENS:
+            raise traitlets.TraitError(f"follow must be one of {list(TOKENS)}, got {proposal['value']!r}")
         return proposal["value"]
 
     @traitlets.observe("order", "positions", "causal")

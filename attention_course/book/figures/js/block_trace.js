@@ -23,8 +23,7 @@ export function blockTrace(n, d, h, r) {
 
 function render({ model, el }) {
   common.injectStyle();
-  const root = common.h("div", { class: "course-fig block-trace-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "block-trace-fig");
   const op = common.slider({ label: "operation", min: 0, max: 11, step: 1, value: model.get("op"), name: "op" });
   const n = common.slider({ label: "tokens N", min: 1, max: 64, step: 1, value: model.get("n"), name: "n" });
   const d = common.slider({ label: "width d", min: 8, max: 128, step: 8, value: model.get("d"), name: "d" });

@@ -27,8 +27,7 @@ export function bottleneckSteps(digits, n, width) {
 function render({ model, el }) {
   common.injectStyle();
   const digits = model.get("digits");
-  const root = common.h("div", { class: "course-fig bottleneck-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "bottleneck-fig");
   const n = common.slider({ label: "input length n", min: 1, max: digits.length, step: 1,
                             value: model.get("n"), name: "n" });
   const width = common.slider({ label: "context width d", min: 1, max: 64, step: 1,

@@ -24,7 +24,7 @@ export function tokenizeWith(text, merges) {
 function render({ model, el }) {
   common.injectStyle();
   const merges = model.get("merges"), text = model.get("text");
-  const root = common.h("div", { class: "course-fig bpe-steps-fig", role: "figure", "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "bpe-steps-fig");
   const step = common.slider({ label: "merges applied", min: 0, max: merges.length, step: 1,
                                value: model.get("step"), name: "step" });
   const reading = common.h("p", {});

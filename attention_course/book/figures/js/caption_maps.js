@@ -14,8 +14,7 @@ export function mapReadouts(weights) {
 function render({ model, el }) {
   common.injectStyle();
   const words = model.get("words"), grid = model.get("grid");
-  const root = common.h("div", { class: "course-fig caption-maps-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "caption-maps-fig");
   const word = common.slider({ label: "word", min: 0, max: words.length - 1, step: 1,
                                value: model.get("word_index"), name: "word",
                                format: (i) => words[i] });

@@ -9,8 +9,7 @@ export function numbersPerSymbol(width, n) { return width / n; }
 function render({ model, el }) {
   common.injectStyle();
   const maxN = model.get("max_n");
-  const root = common.h("div", { class: "course-fig context-width-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "context-width-fig");
   const width = common.slider({ label: "context width d", min: 4, max: 64, step: 4,
                                 value: model.get("width"), name: "width" });
   const n = common.slider({ label: "input length n", min: 1, max: maxN, step: 1,

@@ -27,7 +27,7 @@ export function pattern(kind, n, window, dilation, globals, links) {
 
 function render({ model, el }) {
   common.injectStyle();
-  const root = common.h("div", { class: "course-fig patterns-fig", role: "figure", "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "patterns-fig");
   const selectId = `course-fig-kind-${Math.random().toString(36).slice(2)}`;
   const select = common.h("select", { id: selectId, "data-control": "kind" },
                           model.get("kinds").map((k) => common.h("option", { value: k }, k)));

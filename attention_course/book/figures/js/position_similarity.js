@@ -15,8 +15,7 @@ function render({ model, el }) {
   common.injectStyle();
   const codes = model.get("codes"), names = Object.keys(codes);
   const n = codes[names[0]].length;
-  const root = common.h("div", { class: "course-fig position-similarity-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "position-similarity-fig");
   const selectId = `course-fig-code-${Math.random().toString(36).slice(2)}`;
   const select = common.h("select", { id: selectId, "data-control": "code" },
                           names.map((c) => common.h("option", { value: c }, c)));

@@ -16,8 +16,7 @@ const colour = (v) => (v >= 0 ? `rgb(${Math.round(255 - 180 * v)},${Math.round(2
 function render({ model, el }) {
   common.injectStyle();
   const n = model.get("n");
-  const root = common.h("div", { class: "course-fig position-waves-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "position-waves-fig");
   const d = common.slider({ label: "width d", min: 8, max: 64, step: 8, value: model.get("d"), name: "d" });
   const pair = common.slider({ label: "pair i", min: 0, max: model.get("d") / 2 - 1, step: 1,
                                value: model.get("pair"), name: "pair" });

@@ -24,8 +24,7 @@ function arrow(svg, x, y, color, width, label) {
 
 function render({ model, el }) {
   common.injectStyle();
-  const root = common.h("div", { class: "course-fig qkv-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "qkv-fig");
   const angle = common.slider({ label: "query angle", min: 0, max: 359, step: 1,
                                 value: model.get("angle"), name: "angle", format: (x) => `${x}°` });
   const length = common.slider({ label: "query length", min: 0.1, max: 4, step: 0.1,

@@ -1,4 +1,5 @@
-// Figure 8.10: reorder four tokens; one self-attention head; positions and causal mask on slots.
+// Figure 8.10: reorder four tokens; one self-attention head; positions and causal mask on slots;
+// follow one token's rows of X, Q, K, V and O.
 import * as common from "./common.js";
 
 const NAMES = ["A", "B", "C", "D"];
@@ -13,30 +14,39 @@ export function reorderAttention(setup, order, positions, causal) {
     const A = Q.map((q, i) => common.softmax(K.map((k, j) =>
       causal && j > i ? -Infinity : q.reduce((s, x, c) => s + x * k[c], 0) * scale)));
     const O = matmul(A, V);
-    const byToken = [];
-    ord.forEach((t, slot) => { byToken[t] = O[slot]; });
-    return { A, byToken };
+    const rows = {};                            // rows[name][t]: token t's row (slot order undone)
+    Object.entries({ X, Q, K, V, O }).forEach(([name, M]) => {
+      rows[name] = [];
+      ord.forEach((t, slot) => { rows[name][t] = M[slot]; });
+    });
+    return { A, rows };
   };
   const now = run(order), original = run([0, 1, 2, 3]);
-  const change = now.byToken.map((row, t) => Math.max(...row.map((x, j) => Math.abs(x - original.byToken[t][j]))));
-  return { A: now.A, change };
+  const change = now.rows.O.map((row, t) => Math.max(...row.map((x, j) => Math.abs(x - original.rows.O[t][j]))));
+  return { A: now.A, change, rows: now.rows };
 }
 
 function render({ model, el }) {
   common.injectStyle();
-  const root = common.h("div", { class: "course-fig reorder-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "reorder-fig");
   const selectId = `course-fig-order-${Math.random().toString(36).slice(2)}`;
   const select = common.h("select", { id: selectId, "data-control": "order" },
                           model.get("orders").map(([o]) => common.h("option", { value: o }, o)));
   const orderControl = common.h("div", { class: "control" }, [common.h("label", { for: selectId }, "token order"), select]);
   const positions = common.checkbox({ label: "add position vectors", checked: model.get("positions"), name: "positions" });
   const causal = common.checkbox({ label: "causal mask", checked: model.get("causal"), name: "causal" });
+  const followId = `course-fig-follow-${Math.random().toString(36).slice(2)}`;
+  const follow = common.h("select", { id: followId, "data-control": "follow" },
+                          NAMES.map((n) => common.h("option", { value: n }, n)));
+  const followControl = common.h("div", { class: "control" }, [common.h("label", { for: followId }, "follow token"), follow]);
   const matrix = common.h("table", { "aria-label": "attention matrix, rows are queries" });
+  const followed = common.h("table", { "aria-label": "the followed token's rows of X, Q, K, V and O" });
+  const followNote = common.h("p", {});
   const changes = common.h("table", { "aria-label": "how far each token's output moved" });
-  root.append(common.h("div", { class: "controls" }, [orderControl, positions.wrap, causal.wrap]),
+  root.append(common.h("div", { class: "controls" }, [orderControl, followControl, positions.wrap, causal.wrap]),
               common.h("p", {}, "Attention weights (rows: queries, columns: keys, each labelled by the token in that slot):"),
-              matrix, common.h("p", {}, "How far each token's output moved from the original order:"), changes);
+              matrix, followNote, followed,
+              common.h("p", {}, "How far each token's output moved from the original order:"), changes);
   el.append(root);
 
   function draw() {
@@ -52,16 +62,26 @@ function render({ model, el }) {
     ])));
     changes.replaceChildren(common.h("tr", {}, NAMES.map((n) => common.h("th", {}, n))),
       common.h("tr", {}, r.change.map((c, t) => common.h("td", { class: "num", "data-readout": `change-${NAMES[t]}` }, common.fmt(c)))));
+    const t = NAMES.indexOf(model.get("follow"));
+    const content = model.get("positions") ? "its content plus the position vector of its slot" : "its content";
+    followNote.replaceChildren(`Token ${NAMES[t]}, now in slot ${order.indexOf(t) + 1}: its rows of X (${content}), ` +
+                               "Q, K, V and the output O:");
+    followed.replaceChildren(...["X", "Q", "K", "V", "O"].map((name) => common.h("tr", {}, [
+      common.h("th", {}, name),
+      ...r.rows[name][t].map((x, j) => common.h("td", { class: "num", "data-readout": `${name}-${j}` }, common.fmt(x, 2))),
+    ])));
     select.value = model.get("order");
+    follow.value = model.get("follow");
     positions.input.checked = model.get("positions");
     causal.input.checked = model.get("causal");
   }
 
   const set = (name, value) => { model.set(name, value); model.save_changes(); };
   select.addEventListener("change", () => set("order", select.value));
+  follow.addEventListener("change", () => set("follow", follow.value));
   positions.input.addEventListener("change", () => set("positions", positions.input.checked));
   causal.input.addEventListener("change", () => set("causal", causal.input.checked));
-  for (const name of ["order", "positions", "causal", "setup"]) model.on(`change:${name}`, draw);
+  for (const name of ["order", "follow", "positions", "causal", "setup"]) model.on(`change:${name}`, draw);
   draw();
 }
 

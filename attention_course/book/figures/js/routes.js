@@ -10,8 +10,7 @@ export function routeLengths(distance, kernel) {
 
 function render({ model, el }) {
   common.injectStyle();
-  const root = common.h("div", { class: "course-fig routes-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "routes-fig");
   const distance = common.slider({ label: "distance", min: 1, max: 24, step: 1,
                                    value: model.get("distance"), name: "distance" });
   const kernel = common.slider({ label: "convolution width k", min: 2, max: 9, step: 1,

@@ -11,8 +11,7 @@ function render({ model, el }) {
   common.injectStyle();
   const curves = model.get("curves");
   const dks = curves.dks;
-  const root = common.h("div", { class: "course-fig softmax-peak-fig", role: "figure",
-                                 "aria-label": model.get("title") });
+  const root = common.figureRoot(model, "softmax-peak-fig");
   const dk = common.slider({ label: "d_k", min: 0, max: dks.length - 1, step: 1,
                              value: model.get("dk_index"), name: "dk",
                              format: (i) => String(dks[i]) });
