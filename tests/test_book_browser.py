@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHAPTER8 = ["index", "bottleneck", "attention-over-states", "captioning", "queries-keys-values",
             "self-attention", "positions", "transformer-block", "summary",
             "computation-memory", "exercises"]
-CHAPTER12 = ["index", "tokens", "decoding", "long-sequences", "images", "summary", "exercises"]
+CHAPTER12 = ["index", "why-attention", "self-attention-layer", "tokens", "decoding",
+             "long-sequences", "images", "summary", "exercises"]
 PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8],
          *[f"book/chapter12/{p}.html" for p in CHAPTER12], "labs/lab8/lab8.html",
          "labs/lab12/lab12.html", "book/concepts.html", "book/instructors/grading.html"]

@@ -8,5 +8,5 @@
 - :mod:`~attention_course.core.copy_model` and :mod:`~attention_course.core.captioner` -- the
   recurrent models of Sections 8.1-8.3;
 - :mod:`~attention_course.core.transformer` -- self-attention, masks, positions, the block;
-- :mod:`~attention_course.core.char_decoder` -- the small decoder-only transformer of Section 12.2.
+- :mod:`~attention_course.core.char_decoder` -- the small decoder-only transformer of Section 12.4.
 """

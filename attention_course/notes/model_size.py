@@ -1,4 +1,4 @@
-"""Parameter counts of transformer stacks (Section 12.2: published configurations)."""
+"""Parameter counts of transformer stacks (Section 12.4: published configurations)."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""Decoding strategies over any next-token distribution (Section 12.2): greedy, beam search and
+"""Decoding strategies over any next-token distribution (Section 12.4): greedy, beam search and
 top-k sampling, and a toy next-token model given as a table."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
   alignment matrices;
 - :mod:`~attention_course.tasks.captioning` -- the captioner of Section 8.3: training, attention
   maps, the occlusion intervention;
-- :mod:`~attention_course.tasks.language_model` -- the character decoder of Section 12.2: training
+- :mod:`~attention_course.tasks.language_model` -- the character decoder of Section 12.4: training
   and generation with a key/value cache;
 - :mod:`~attention_course.tasks.ngram_baselines` -- Lab 12's character n-gram baselines
   (interpolated Kneser-Ney, counted as ``nltk.lm`` scores it);

@@ -1,4 +1,4 @@
-"""Training the character decoder of Section 12.2 on the course text, and greedy generation
+"""Training the character decoder of Section 12.4 on the course text, and greedy generation
 with or without its key/value cache."""
 from __future__ import annotations
 

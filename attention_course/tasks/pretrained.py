@@ -85,7 +85,7 @@ def _copy_recipe(width: int, attention: bool = True) -> Recipe:
 
 RECIPES = {r.name: r for r in [
     _copy_recipe(16), _copy_recipe(8), _copy_recipe(32), _copy_recipe(16, attention=False),
-    Recipe(name="char-decoder", description="character-level decoder-only transformer (Section 12.2)",
+    Recipe(name="char-decoder", description="character-level decoder-only transformer (Section 12.4)",
            config=DecoderConfig(), training=DecoderTraining(), build=CharDecoder,
            train=train_char_decoder, measure=_measure_decoder),
     Recipe(name="captioner", description="shapes captioner with attention (Section 8.3)",
