@@ -17,7 +17,7 @@ CHAPTER12 = ["index", "why-attention", "self-attention-layer", "tokens", "decodi
              "long-sequences", "images", "summary", "exercises"]
 PAGES = ["index.html", *[f"book/chapter8/{p}.html" for p in CHAPTER8],
          *[f"book/chapter12/{p}.html" for p in CHAPTER12], "labs/lab8/lab8.html",
-         "labs/lab12/lab12.html", "book/concepts.html", "book/instructors/grading.html"]
+         "book/labs/lab8-results.html", "labs/lab12/lab12.html", "book/concepts.html", "book/instructors/grading.html"]
 
 
 @pytest.mark.parametrize("page", PAGES)

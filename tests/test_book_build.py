@@ -171,3 +171,19 @@ def test_figure_check_catches_a_path_as_alt_text(tmp_path):
                     '<figcaption>Figure 8.A: x</figcaption></figure></article>')
     with pytest.raises(AssertionError, match="alt text is"):
         figure_numbers(tmp_path)
+
+
+def test_lab8_results_page_shows_results_and_no_answers(built_book):
+    """The book's page of what Lab 8 finds is built from the committed benchmark results: its
+    figures are there, and no graded function of the lab is defined or imported on it."""
+    from conftest import REPO
+
+    source = (REPO / "book/labs/lab8-results.md").read_text()
+    html = (built_book / "book/labs/lab8-results.html").read_text()
+    graded = re.findall(r"^def (\w+)\(", (REPO / "source/lab8/lab8.md").read_text(), re.M)
+    assert {"additive_scores", "greedy_decode", "results_by_length"} <= set(graded)
+    for name in graded:
+        assert not re.search(rf"\b(def|import)\s+{name}\b", source + html), name
+    for leak in ("lab8_reference", "reference_namespace", "source/lab8", "solutions/"):
+        assert leak not in source, leak
+    assert html.count('src="../../_images/') == 2 and "Figure 8.K" in html and "Figure 8.L" in html

@@ -67,7 +67,8 @@ def test_saved_notebook_fallback_says_run_the_cell(make):
 
 def test_bundled_modules_are_self_contained():
     for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps", "routes",
-                 "position_waves", "position_similarity", "block_trace", "bpe_steps", "patterns"):
+                 "position_waves", "position_similarity", "block_trace", "bpe_steps", "patterns",
+                 "alignment"):
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
@@ -182,3 +183,56 @@ def test_bpe_and_pattern_figures_follow_their_references():
     assert pat.pairs == int(pattern("bigbird", 10, window=1, globals_=1, random_links=2, seed=0).sum())
     with pytest.raises(traitlets.TraitError, match="n must be in"):
         pat.n = 40
+
+
+def test_alignment_readouts_and_validation():
+    from attention_course.book.figures import AlignmentFigure, alignment_readouts
+
+    A = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]])   # row 1 peaks off the diagonal
+    r = alignment_readouts(A, 1)
+    assert (r["argmax"], r["offset"], r["max"]) == (0, 1, 0.6)
+    assert (r["on_diagonal"], r["one_off"], r["further"]) == (2, 1, 0)
+    fig = AlignmentFigure("abc", "abc", A, row=2)
+    assert (fig.row_argmax, fig.row_offset) == (2, 0)
+    fig.row = 1
+    assert (fig.row_argmax, fig.row_offset) == (0, 1)
+    assert fig.outputs == ["a", "b", "c"] and AlignmentFigure("a b", "a", [[1, 0, 0]]).inputs[1] == "␣"
+    with pytest.raises(traitlets.TraitError, match=r"0\.\.2"):
+        fig.row = 3
+    with pytest.raises(ValueError, match=r"\(len\(copy\), len\(source\)\) = \(2, 3\)"):
+        AlignmentFigure("abc", "ab", A)
+    assert fig.static_png().startswith(b"\x89PNG")
+
+
+def test_reorder_figure_follows_a_token_through_x_q_k_v_o():
+    from attention_course.book.figures import ORDERS, ReorderFigure, reorder_attention
+    from attention_course.book.figures.reorder import reorder_setup
+
+    setup = reorder_setup()
+    start = reorder_attention(setup, ORDERS["A B C D"], False, False)["rows"]
+    moved = reorder_attention(setup, ORDERS["D C B A"], False, False)["rows"]
+    for name in "XQKVO":                                    # rows are by token: all kept
+        np.testing.assert_allclose(moved[name], start[name], atol=1e-12)
+    X = np.asarray(setup["X"])
+    np.testing.assert_allclose(start["Q"], X @ np.asarray(setup["W_Q"]))
+    placed = reorder_attention(setup, ORDERS["B A C D"], True, False)["rows"]
+    np.testing.assert_allclose(placed["X"][1], X[1] + np.asarray(setup["P"])[0])  # B in slot 1
+    fig = ReorderFigure(follow="C")
+    with pytest.raises(traitlets.TraitError, match="follow must be one of"):
+        fig.follow = "E"
+
+
+def test_drawn_figures_compute_what_they_show():
+    import torch
+
+    from attention_course.book.diagrams import prenorm_block, qkv_overview
+
+    rng = np.random.default_rng(0)
+    X, W_Q, W_K, W_V, s = (rng.normal(size=shape) for shape in
+                           ((3, 4), (4, 2), (4, 2), (4, 5), (4,)))
+    fig, shown = qkv_overview(X, W_Q, W_K, W_V, s)
+    q, K, V = s @ W_Q, X @ W_K, X @ W_V
+    w = torch.softmax(torch.tensor(K @ q / np.sqrt(2)), 0).numpy()
+    np.testing.assert_allclose(shown["weights"], w, rtol=1e-5)
+    np.testing.assert_allclose(shown["output"], w @ V, rtol=1e-4, atol=1e-5)
+    assert len(fig.axes) == 1 and len(prenorm_block().axes) == 1

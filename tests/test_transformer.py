@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from attention_course.core.transformer import (
-    MultiHeadAttention, PreNormBlock, attention, block_flops, causal_mask, offset_rotation,
-    padding_mask, sinusoidal_positions)
+    MultiHeadAttention, PreNormBlock, attention, block_flops, causal_mask, gradient_norms_by_layer,
+    offset_rotation, padding_mask, sinusoidal_positions)
 
 torch.manual_seed(0)
 
@@ -155,3 +155,14 @@ def test_peak_memory_of_naive_attention_grows_with_n_squared():
     assert large > 6 * small and peak_memory_mb("sdpa", 2048) < 0.1 * large
     with pytest.raises(ValueError, match="naive"):
         peak_memory_mb("flash", 8)
+
+
+def test_gradient_norms_by_layer_pre_and_post_norm():
+    """Section 8.7's measurement: at initialisation a post-norm stack's gradients grow towards
+    the output; a pre-norm stack's do not."""
+    pre = gradient_norms_by_layer(norm_first=True, layers=12, d=32, seeds=(0, 1))
+    post = gradient_norms_by_layer(norm_first=False, layers=12, d=32, seeds=(0, 1))
+    assert len(pre) == len(post) == 12 and min(pre + post) > 0
+    assert post[-1] / post[0] > pre[-1] / pre[0]
+    assert gradient_norms_by_layer(True, layers=2, d=8, seeds=(3,)) == \
+        gradient_norms_by_layer(True, layers=2, d=8, seeds=(3,))          # seeded

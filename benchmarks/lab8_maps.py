@@ -1,0 +1,74 @@
+"""Lab 8 attention maps for the book: a read that is right and one that is wrong, by strip length.
+
+    .venv/bin/python benchmarks/lab8_maps.py [--seed 0] [--steps 1500] [--lengths 6 14]
+
+Trains one attention reader exactly as ``benchmarks/lab8_readers.py`` does (the Lab 8 configuration,
+the lab's reference ``reader_step``, the same seed rule), reads the benchmark's evaluation strips
+(evaluation seed 2024) greedily, and for each length keeps the first strip it reads right and the
+first it reads wrong: the strip image, the digit spans, the target, the reading and the attention
+weights of every step. Writes ``benchmarks/results/lab8_maps.json``, from which the book's page of
+Lab 8 results draws its maps (no model code reaches the book).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from attention_course.core.seq2seq import decode_greedily
+from attention_course.data import decode_tokens
+from attention_course.tasks.readers import LAB_READERS, TrainConfig, eval_strips, train_reader
+from lab8_reference import reader_step
+
+RESULTS = Path(__file__).resolve().parent / "results"
+EVAL_SEED, COUNT = 2024, 200
+
+
+@torch.no_grad()
+def read_with_weights(reader, length: int):
+    """The evaluation strips of one length, the reader's greedy readings and their weights."""
+    batch = eval_strips(length, COUNT, EVAL_SEED)
+    memory = reader.encode(batch.columns, batch.mask)
+    tokens, weights = decode_greedily(reader, memory, reader.start(memory), COUNT, length + 8,
+                                      reader.tokens, step=reader_step)
+    return batch, [decode_tokens(row) for row in tokens], weights           # weights (B, T, N)
+
+
+def example(batch, readings, weights, b: int) -> dict:
+    width = int(batch.mask[b].sum())
+    steps = len(readings[b]) + 1                                            # + the end step
+    return {"target": batch.texts[b], "reading": readings[b], "spans": batch.spans[b],
+            "strip": batch.columns[b, :width].T.round(decimals=2).tolist(),  # (8, W)
+            "weights": weights[b, :steps, :width].round(decimals=4).tolist()}  # (T, W)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=TrainConfig.steps)
+    ap.add_argument("--lengths", type=int, nargs="+", default=[6, 14])
+    args = ap.parse_args()
+    train = TrainConfig(steps=args.steps, noise=0.1)
+    reader, log = train_reader(LAB_READERS["attention"], train, seed=args.seed, progress=False,
+                               step=reader_step)
+    reader.eval()
+    maps = {}
+    for length in args.lengths:
+        batch, readings, weights = read_with_weights(reader, length)
+        right = [b for b in range(COUNT) if readings[b] == batch.texts[b]]
+        wrong = [b for b in range(COUNT) if readings[b] != batch.texts[b]]
+        maps[str(length)] = {"exact": len(right) / COUNT,
+                             **{kind: example(batch, readings, weights, found[0])
+                                for kind, found in (("right", right), ("wrong", wrong)) if found}}
+        print(f"length {length}: {len(right)}/{COUNT} exact", flush=True)
+    out = {"seed": args.seed, "steps": args.steps, "eval_seed": EVAL_SEED, "count": COUNT,
+           "training_seconds": round(log.seconds, 1), "maps": maps}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "lab8_maps.json").write_text(json.dumps(out) + "\n")
+    print(f"wrote {RESULTS / 'lab8_maps.json'} ({log.seconds:.0f} s of training)")
+
+
+if __name__ == "__main__":
+    main()
