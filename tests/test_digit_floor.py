@@ -1,0 +1,46 @@
+"""The isolated-digit floor of Lab 8's benchmark, measured like for like (the strips' shifts)."""
+import numpy as np
+import pytest
+
+from attention_course.data.strips import load_digit_pools
+from attention_course.tasks.baselines import (JITTER, _cnn, digit_classifier_error, error_interval,
+                                              isolated_digit_floor, shifted_digits)
+
+
+def test_shifted_digits_roll_every_image_as_the_strips_do():
+    images = load_digit_pools().images["test"][:5]                  # (5, 8, 8)
+    out, shift, index = shifted_digits(images, jitter=1)
+    assert out.shape == (15, 8, 8) and sorted(set(shift)) == [-1, 0, 1]
+    for k in range(15):
+        np.testing.assert_array_equal(out[k], np.roll(images[index[k]], shift[k], axis=0))
+    assert shifted_digits(images, jitter=0)[0].shape == (5, 8, 8)
+
+
+def test_error_interval_resamples_images_not_copies():
+    wrong = np.array([1, 1, 1, 0, 0, 0], dtype=float)               # image 0 wrong at every shift
+    image = np.array([0, 0, 0, 1, 1, 1])
+    low, high = error_interval(wrong, image)
+    assert low == 0.0 and high == 1.0                               # two images: anything goes
+    assert error_interval(np.zeros(6), image) == (0.0, 0.0)
+
+
+def test_svm_floor_is_measured_under_the_strip_shifts():
+    plain, shifted = digit_classifier_error("svm", False), digit_classifier_error("svm", True)
+    n_test = len(load_digit_pools().labels["test"])
+    assert plain["n"] == n_test and shifted["n"] == (2 * JITTER + 1) * n_test
+    for r in (plain, shifted):
+        assert 0 <= r["low"] <= r["error"] <= r["high"] < 0.1
+    assert shifted["error"] > plain["error"]                         # shifted digits are harder
+    assert isolated_digit_floor() == shifted["error"]
+    assert isolated_digit_floor(shifts=False) == plain["error"]
+    with pytest.raises(ValueError, match="'svm' or 'cnn'"):
+        digit_classifier_error("forest")
+
+
+def test_cnn_classifier_trains_and_predicts_digits():
+    pools = load_digit_pools()
+    x, y = pools.images["train"][:256], pools.labels["train"][:256]
+    clf = _cnn(x, y, seed=0, epochs=3)
+    predicted = clf.predict(pools.images["test"][:100])
+    assert predicted.shape == (100,) and set(predicted) <= set(range(10))
+    assert (predicted == pools.labels["test"][:100]).mean() > 0.5    # it learned something
