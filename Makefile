@@ -71,6 +71,7 @@ wheel: $(STAMP)
 
 benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 60 min)
 	$(PY) benchmarks/lab8_readers.py
+	$(PY) benchmarks/lab8_maps.py
 	$(PY) benchmarks/lab8_variants.py
 	$(PY) benchmarks/lab8_notebook_timing.py
 	$(PY) benchmarks/lab12.py
