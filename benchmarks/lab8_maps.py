@@ -15,25 +15,18 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
-from attention_course.core.seq2seq import decode_greedily
-from attention_course.data import decode_tokens
 from attention_course.tasks.readers import LAB_READERS, TrainConfig, eval_strips, train_reader
-from lab8_reference import reader_step
+from lab8_reference import read_greedily, reader_step
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EVAL_SEED, COUNT = 2024, 200
 
 
-@torch.no_grad()
 def read_with_weights(reader, length: int):
     """The evaluation strips of one length, the reader's greedy readings and their weights."""
     batch = eval_strips(length, COUNT, EVAL_SEED)
-    memory = reader.encode(batch.columns, batch.mask)
-    tokens, weights = decode_greedily(reader, memory, reader.start(memory), COUNT, length + 8,
-                                      reader.tokens, step=reader_step)
-    return batch, [decode_tokens(row) for row in tokens], weights           # weights (B, T, N)
+    readings, weights = read_greedily(reader, batch, length + 8)          # weights (B, T, N)
+    return batch, readings, weights
 
 
 def example(batch, readings, weights, b: int) -> dict:

@@ -27,14 +27,12 @@ import torch
 
 from dataclasses import replace
 
-from attention_course.core.seq2seq import decode_greedily
-from attention_course.data import decode_tokens
 from attention_course.data.strips import StripBatch, StripStyle, encode_targets, load_digit_pools
 from attention_course.tasks.baselines import (JITTER, digit_classifier_error, like_for_like_floor,
                                               shifted_digits)
 from attention_course.tasks.readers import (LAB_READERS, TRAIN_LENGTHS, TrainConfig, eval_strips,
                                             save_reader, train_reader)
-from lab8_reference import LAB8, evaluate_reader, reader_step
+from lab8_reference import LAB8, evaluate_reader, read_greedily, reader_step
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -58,13 +56,9 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
-@torch.no_grad()
 def read(reader, batch: StripBatch, max_extra: int = 8) -> list[str]:
     """Greedy readings of a batch with the lab's reference step."""
-    memory = reader.encode(batch.columns, batch.mask)
-    tokens, _ = decode_greedily(reader, memory, reader.start(memory), len(batch),
-                                batch.targets.shape[1] + max_extra, reader.tokens, step=reader_step)
-    return [decode_tokens(row) for row in tokens]
+    return read_greedily(reader, batch, batch.targets.shape[1] + max_extra)[0]
 
 
 def isolated_reading_error(reader) -> dict:

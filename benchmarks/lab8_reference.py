@@ -6,6 +6,8 @@ reader, its ``results_by_length`` reads and scores them. None of this ships with
 """
 from __future__ import annotations
 
+import torch
+
 from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import decode_tokens
 from attention_course.grading.checks import reference_namespace
@@ -15,19 +17,27 @@ LAB8 = reference_namespace("lab8")
 reader_step = LAB8.reader_step
 
 
+@torch.no_grad()
+def read_greedily(reader, batch, max_len: int, step=None) -> tuple[list[str], torch.Tensor]:
+    """The readings of a strip batch, greedy, and the weights of every step (B, T, N); with the
+    lab's reference ``reader_step`` unless another ``step`` is given."""
+    device = next(reader.parameters()).device
+    batch = batch.to(device)
+    memory = reader.encode(batch.columns, batch.mask)
+    tokens, weights = decode_greedily(reader, memory, reader.start(memory), len(batch), max_len,
+                                      reader.tokens, step=step or reader_step, device=device)
+    return [decode_tokens(row) for row in tokens.cpu()], weights
+
+
 def evaluate_reader(reader, lengths, count: int = 200, seed: int = 2024, step=None) -> dict:
     """``{length: {"exact", "cer", "n"}}`` on the evaluation strips, read with greedy decoding:
     the lab's ``results_by_length``, or the course's greedy loop with another ``step``."""
     if step is None:
         return LAB8.results_by_length(reader, list(lengths), count, seed)
-    device = next(reader.parameters()).device
     table = {}
     for length in lengths:
-        batch = eval_strips(length, count, seed).to(device)
-        memory = reader.encode(batch.columns, batch.mask)
-        tokens, _ = decode_greedily(reader, memory, reader.start(memory), count, length + 8,
-                                    reader.tokens, step=step, device=device)
-        readings = [decode_tokens(row) for row in tokens.cpu()]
+        batch = eval_strips(length, count, seed)
+        readings, _ = read_greedily(reader, batch, length + 8, step)
         table[length] = {"exact": LAB8.exact_accuracy(readings, batch.texts),
                          "cer": LAB8.character_error_rate(readings, batch.texts), "n": count}
     return table
