@@ -1,6 +1,6 @@
 """Lab 8 attention maps for the book: a read that is right and one that is wrong, by strip length.
 
-    .venv/bin/python benchmarks/lab8_maps.py [--seed 0] [--steps 1500] [--lengths 6 14]
+    .venv/bin/python benchmarks/lab8_maps.py [--seed 0] [--steps N] [--lengths 6 14]
 
 Trains one attention reader exactly as ``benchmarks/lab8_readers.py`` does (the Lab 8 configuration,
 the lab's reference ``reader_step``, the same seed rule), reads the benchmark's evaluation strips
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from attention_course.tasks.readers import LAB_READERS, TrainConfig, eval_strips, train_reader
+from attention_course.tasks.readers import LAB_READERS, LAB_TRAINING, eval_strips, train_reader
 from lab8_reference import read_greedily, reader_step
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -40,10 +41,10 @@ def example(batch, readings, weights, b: int) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--steps", type=int, default=TrainConfig.steps)
+    ap.add_argument("--steps", type=int, default=LAB_TRAINING["attention"].steps)
     ap.add_argument("--lengths", type=int, nargs="+", default=[6, 14])
     args = ap.parse_args()
-    train = TrainConfig(steps=args.steps, noise=0.1)
+    train = replace(LAB_TRAINING["attention"], steps=args.steps)
     reader, log = train_reader(LAB_READERS["attention"], train, seed=args.seed, progress=False,
                                step=reader_step)
     reader.eval()

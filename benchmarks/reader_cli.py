@@ -4,7 +4,8 @@
     python benchmarks/reader_cli.py evaluate runs/att-0.pt --lengths 1-16 --count 200 --seed 99
 
 ``train`` uses the Lab 8 configuration of the named reader (``attention`` or ``fixed-context``),
-optionally changed with ``--set key=value`` (reader sizes) and ``--steps``. ``evaluate`` draws new
+trained as the lab trains it (``LAB_TRAINING``), optionally changed with ``--set key=value``
+(reader sizes), ``--steps`` and ``--noise``. ``evaluate`` draws new
 strips from the test image pool with the seed you give and prints exact accuracy and CER by length
 (``--json`` for machine-readable output). Training and reading use the lab's reference solution
 (:mod:`lab8_reference`), so this tool is the instructor's: it needs the repository.
@@ -18,7 +19,7 @@ import sys
 
 import torch
 
-from attention_course.tasks.readers import (LAB_READERS, TrainConfig, format_results, load_reader,
+from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, format_results, load_reader,
                                             save_reader, train_reader)
 from lab8_reference import evaluate_reader, reader_step
 
@@ -53,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     tr = sub.add_parser("train", help="train a reader and save it")
     tr.add_argument("--reader", choices=sorted(LAB_READERS), default="attention")
     tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--steps", type=int, default=TrainConfig.steps)
-    tr.add_argument("--noise", type=float, default=0.1)
+    tr.add_argument("--steps", type=int, default=None, help="default: the lab's, per reader")
+    tr.add_argument("--noise", type=float, default=None, help="default: the lab's")
     tr.add_argument("--set", type=parse_setting, action="append", default=[],
                     metavar="KEY=VALUE", help="change a reader size, e.g. --set hidden=32")
     tr.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown reader setting(s) {unknown}; known: {sorted(fields)}")
         config = dataclasses.replace(base, **dict(args.set))
-        train = TrainConfig(steps=args.steps, noise=args.noise)
+        changes = {k: v for k, v in (("steps", args.steps), ("noise", args.noise)) if v is not None}
+        train = dataclasses.replace(LAB_TRAINING[args.reader], **changes)
         reader, log = train_reader(config, train, seed=args.seed, device=args.device, step=reader_step)
         path = save_reader(reader, args.out, log, train)
         print(f"trained {args.reader} reader (seed {args.seed}) in {log.seconds:.0f} s "

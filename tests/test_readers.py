@@ -14,8 +14,9 @@ from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import EOS, PAD, make_strips
 from attention_course.grading.checks import reference_namespace
-from attention_course.tasks.readers import (TrainConfig, format_results, load_reader, reader_logits,
-                                            save_reader, train_reader)
+from attention_course.tasks.readers import (LAB_TRAINING, SPACED, TrainConfig, curriculum_length,
+                                            format_results, load_reader, reader_logits,
+                                            save_reader, style_of_batch, train_reader)
 from conftest import REPO
 
 SMALL = dict(hidden=6, attention=5, embed=4)
@@ -61,6 +62,37 @@ def test_greedy_respects_step_cap_and_stops_on_eos():
     assert tokens.shape == (2, 7) and not torch.any((tokens == PAD) | (tokens == EOS))
 
 
+@pytest.mark.parametrize("kind", ["attention", "fixed"])
+def test_a_strip_is_encoded_the_same_alone_and_in_a_padded_batch(kind):
+    torch.manual_seed(4)
+    reader = build_reader(dict(kind=kind, **SMALL)).eval()
+    b = make_strips([1, 7], 5, seed=3)
+    short = int(b.mask.sum(1).argmin())
+    n = int(b.mask[short].sum())
+    assert n < b.mask.shape[1], "the batch should pad its shortest strip"
+    with torch.no_grad():
+        together = reader.encode(b.columns, b.mask)
+        alone = reader.encode(b.columns[short:short + 1, :n], b.mask[short:short + 1, :n])
+    torch.testing.assert_close(together.states[short, :n], alone.states[0])
+    torch.testing.assert_close(together.summary[short], alone.summary[0])
+
+
+def test_the_first_step_may_look_anywhere():
+    """The attention reader starts having looked nowhere: its first prior is flat, so a strip
+    with a wide blank lead is as reachable as one that starts at column 0."""
+    reader = build_reader(dict(kind="attention", **SMALL))
+    b = make_strips(2, 3, seed=0)
+    memory = reader.encode(b.columns, b.mask)
+    weights, context = reader.start(memory)
+    assert torch.equal(weights, torch.zeros_like(weights))
+    assert torch.equal(context, torch.zeros_like(context))
+    prior = reader.location_prior(weights)                   # (B, N)
+    assert torch.equal(prior, torch.full_like(prior, prior[0, 0].item()))
+    old = build_reader(dict(kind="attention", start_at_first_column=True, **SMALL))
+    first = old.location_prior(old.start(old.encode(b.columns, b.mask))[0])
+    assert first[:, 25:].max() < -10, "from column 0 the prior cannot reach column 25"
+
+
 def test_wrong_input_shape_is_explained():
     reader = build_reader(dict(kind="attention", **SMALL))
     with pytest.raises(ValueError, match=r"\(B, N, 8\)"):
@@ -76,6 +108,21 @@ def test_training_is_deterministic_and_learns():
     r2, log2 = train_reader(cfg, train, seed=3, progress=False, step=LAB8.reader_step)
     assert log1.losses == log2.losses and len(log1.losses) == 25
     assert sum(log1.losses[-5:]) < sum(log1.losses[:5])
+
+
+def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
+    train = TrainConfig(steps=1000, spaced=SPACED, short_bias=True)
+    rng = torch.Generator().manual_seed(0)
+    early = {style_of_batch(i, train, rng) for i in range(300)}
+    late = [style_of_batch(i, train, rng) for i in range(300, 1000)]
+    assert early == {train.style}, "no wide spacing while the length curriculum runs"
+    assert 0.4 < late.count(SPACED) / len(late) < 0.6
+    lengths = [curriculum_length(i, train, rng) for i in range(300, 1000)]
+    share = {n: lengths.count(n) / len(lengths) for n in (1, 8)}
+    assert 0.3 < share[1] < 0.45 and 0.02 < share[8] < 0.08, share      # 1/L: 0.37 and 0.05
+    plain = [curriculum_length(i, TrainConfig(steps=1000), rng) for i in range(300, 1000)]
+    assert 0.08 < plain.count(1) / len(plain) < 0.17                      # uniform: 0.125
+    assert all(t.spaced == SPACED for t in LAB_TRAINING.values())
 
 
 def test_the_attention_reader_needs_a_step_to_train():

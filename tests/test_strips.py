@@ -25,6 +25,18 @@ def test_strip_width_follows_style():
     assert b.spans[0] == [(2, 9), (11, 18), (20, 27)]
 
 
+def test_lead_and_tail_may_be_ranges():
+    style = StripStyle(gap=(0, 0), jitter=0, lead=(0, 25), tail=(0, 6))
+    b = make_strips(2, count=60, seed=4, style=style)
+    leads = [spans[0][0] for spans in b.spans]
+    tails = [int(n) - 1 - spans[-1][1] for n, spans in zip(b.mask.sum(1), b.spans)]
+    assert min(leads) >= 0 and max(leads) <= 25 and len(set(leads)) > 10
+    assert min(tails) == 0 and max(tails) == 6
+    fixed = make_strips(3, count=4, seed=2)       # a fixed lead and tail draw nothing extra
+    same = make_strips(3, count=4, seed=2, style=StripStyle(lead=2, tail=6))
+    assert torch.equal(fixed.columns, same.columns)
+
+
 def test_spans_hold_ink_and_gaps_do_not():
     b = make_strips(4, count=3, seed=1, style=StripStyle(jitter=0))
     for strip, spans in zip(b.columns, b.spans):

@@ -12,10 +12,13 @@ The attention decoder is deliberately *without a running recurrent state*: its q
 built from the previous output token and the previous context, and its scores add a location term
 computed from the previous weights (a convolution over them), so it can learn "move one digit to the
 right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
-that move (``location_prior``) makes the alignment easy to find early in training. A GRU decoder
-state, which the fixed-context reader needs, would let the reader count; ``decoder_state=True`` adds
-one for comparison (the benchmark writes its own step for it). ``benchmarks/results/lab8_variants.md`` measures both choices: the prior
-matters more (with it, a reader with a decoder state extrapolates too).
+that move (``location_prior``) makes the alignment easy to find early in training. Before the first
+step the decoder has looked nowhere (zero weights), so the first prior is flat and the content
+scores find the first digit wherever the strip starts; and the encoder's backward GRU starts at each
+strip's own last column, so end-of-string is read from where the strip ends, blank tail or not.
+A GRU decoder state, which the fixed-context reader needs, would let the reader count;
+``decoder_state=True`` adds one for comparison (the benchmark writes its own step for it).
+``benchmarks/results/lab8_variants.md`` measures these choices.
 
 Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
 C = 11 classes (ten digits and end-of-string).
@@ -53,6 +56,7 @@ class ReaderConfig:
     prior_mean: float = 10.0     # about one digit (8 columns) plus a gap
     prior_std: float = 4.0
     prior_max_shift: int = 20
+    start_at_first_column: bool = False   # the first step's prior: flat (False) or from column 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,7 +73,13 @@ class Memory:
 
 
 class ColumnEncoder(nn.Module):
-    """Per-column embedding (stacked 1-D convolutions over columns) and a bidirectional GRU."""
+    """Per-column embedding (stacked 1-D convolutions over columns) and a bidirectional GRU.
+
+    The two directions are two GRUs, and the backward one reads each strip's *own* columns from
+    its last real column back (each strip reversed within its length): its states never see the
+    padding that follows a shorter strip, so the states know where the strip really ends and a
+    strip is encoded the same in any batch (what a packed sequence gives, and cheaper on a CPU).
+    """
 
     def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
                  dropout: float = 0.0):
@@ -80,17 +90,34 @@ class ColumnEncoder(nn.Module):
                       nn.ReLU()]
         self.embed = nn.Sequential(*convs)
         self.dropout = nn.Dropout(dropout)
-        self.gru = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
+        self.forward_gru = nn.GRU(embed, hidden, batch_first=True)
+        self.backward_gru = nn.GRU(embed, hidden, batch_first=True)
         self.width = 2 * hidden
 
-    def forward(self, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """columns (B, N, 8) -> states (B, N, D), summary (B, D)."""
+    @staticmethod
+    def reversal(mask: torch.Tensor) -> torch.Tensor:
+        """(B, N) mask -> (B, N) column indices reversing each strip's real columns in place
+        (padding columns stay where they are). Applying it twice restores the order."""
+        n = mask.sum(-1, keepdim=True)                              # (B, 1)
+        j = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+        return torch.where(j < n, n - 1 - j, j)                     # (B, N)
+
+    def forward(self, columns: torch.Tensor, mask: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """columns (B, N, 8), mask (B, N) (None: all real) -> states (B, N, D), summary (B, D)."""
         if columns.dim() != 3 or columns.shape[-1] != HEIGHT:
             raise ValueError(f"columns should have shape (B, N, {HEIGHT}), got {tuple(columns.shape)}")
+        if mask is None:
+            mask = torch.ones(columns.shape[:2], dtype=torch.bool, device=columns.device)
         x = self.embed(columns.transpose(1, 2)).transpose(1, 2)     # (B, N, E)
         x = self.dropout(x)
-        states, last = self.gru(x)                                  # (B, N, D), (2, B, H)
-        return states, torch.cat([last[0], last[1]], dim=-1)        # (B, D)
+        order = self.reversal(mask).unsqueeze(-1)                   # (B, N, 1)
+        ahead, _ = self.forward_gru(x)                              # (B, N, H)
+        back, _ = self.backward_gru(x.gather(1, order.expand_as(x)))
+        back = back.gather(1, order.expand_as(back))                # (B, N, H), columns in order
+        last = (mask.sum(-1) - 1).view(-1, 1, 1).expand(-1, 1, ahead.shape[-1])
+        summary = torch.cat([ahead.gather(1, last)[:, 0], back[:, 0]], dim=-1)   # (B, D)
+        return torch.cat([ahead, back], dim=-1), summary
 
 
 class _Reader(nn.Module):
@@ -115,7 +142,7 @@ class FixedContextReader(_Reader):
         self.out = nn.Linear(config.decoder_hidden, NUM_CLASSES)
 
     def encode(self, columns, mask) -> Memory:
-        states, summary = self.encoder(columns)
+        states, summary = self.encoder(columns, mask)
         return Memory(states, states.new_zeros(0), mask, summary)
 
     def start(self, memory: Memory):
@@ -159,13 +186,16 @@ class AttentionReader(_Reader):
             nn.Linear(128, NUM_CLASSES))
 
     def encode(self, columns, mask) -> Memory:
-        states, summary = self.encoder(columns)
+        states, summary = self.encoder(columns, mask)
         return Memory(states, self.key_proj(states), mask, summary)
 
     def start(self, memory: Memory):
-        """Initial weights sit on the first column; the initial context is zero."""
+        """The decoder has looked nowhere yet: zero weights (so the first step's prior is flat and
+        its content scores alone find the first digit, wherever the strip starts), zero context.
+        ``start_at_first_column`` puts the initial weights on column 0 instead."""
         weights = torch.zeros_like(memory.mask, dtype=memory.states.dtype)
-        weights[:, 0] = 1.0
+        if self.config.start_at_first_column:
+            weights[:, 0] = 1.0
         context = torch.zeros_like(memory.summary)
         if self.config.decoder_state:
             return weights, context, memory.summary.new_zeros(len(context), self.config.decoder_hidden)

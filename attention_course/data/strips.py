@@ -28,13 +28,25 @@ SPLITS = ("train", "val", "test", "train+val")
 
 @dataclass(frozen=True)
 class StripStyle:
-    """How strips are drawn. Gaps vary so that a column's position does not encode the length."""
+    """How strips are drawn. Gaps vary so that a column's position does not encode the length.
+
+    ``lead`` and ``tail`` are a number of columns or an inclusive range ``(low, high)`` drawn
+    per strip (a fixed number draws nothing, so fixed styles give the same strips as before).
+    """
 
     gap: tuple[int, int] = (0, 4)     # blank columns between neighbouring digits, inclusive range
     jitter: int = 1                   # vertical shift of each digit, in pixels, up to +-jitter
-    lead: int = 2                     # blank columns before the first digit
-    tail: int = 6                     # blank columns after the last digit (the end region)
+    lead: int | tuple[int, int] = 2   # blank columns before the first digit
+    tail: int | tuple[int, int] = 6   # blank columns after the last digit
     warp: float = 0.0                 # training augmentation: random shear and scale up to +-warp
+
+
+def _columns(rng, value) -> int:
+    """A number of blank columns: ``value`` itself, or drawn from its inclusive range."""
+    if isinstance(value, int):
+        return value
+    low, high = value
+    return int(rng.integers(low, high + 1))
 
 
 @dataclass
@@ -89,17 +101,21 @@ def load_digit_pools(seed: int = 0) -> DigitPools:
                       labels={k: digits.target[v] for k, v in parts.items()})
 
 
-def _draw_strip(rng, images, labels, length, style):
-    """Return (image (8, W), text, spans) for one strip of ``length`` random pool digits."""
+def _draw_strip(rng, images, labels, length, style, rolled):
+    """Return (image (8, W), text, spans) for one strip of ``length`` random pool digits.
+    ``rolled[shift]`` is the pool shifted vertically by ``shift`` rows (np.roll, precomputed)."""
     picks = rng.integers(0, len(images), size=length)
     gaps = rng.integers(style.gap[0], style.gap[1] + 1, size=max(length - 1, 0))
-    width = style.lead + 8 * length + int(gaps.sum()) + style.tail
+    lead, tail = _columns(rng, style.lead), _columns(rng, style.tail)
+    width = lead + 8 * length + int(gaps.sum()) + tail
     strip = np.zeros((HEIGHT, width), dtype=np.float32)
-    spans, x = [], style.lead
+    spans, x = [], lead
     for i, k in enumerate(picks):
         shift = int(rng.integers(-style.jitter, style.jitter + 1))
-        digit = warp_digit(images[k], style.warp, rng) if style.warp > 0 else images[k]
-        strip[:, x:x + 8] = np.roll(digit, shift, axis=0)
+        if style.warp > 0:
+            strip[:, x:x + 8] = np.roll(warp_digit(images[k], style.warp, rng), shift, axis=0)
+        else:
+            strip[:, x:x + 8] = rolled[shift][k]
         spans.append((x, x + 7))
         x += 8 + (int(gaps[i]) if i < length - 1 else 0)
     text = "".join(str(int(labels[k])) for k in picks)
@@ -133,9 +149,12 @@ def make_strips(lengths, count: int, seed: int, split: str = "train",
     images = np.concatenate([pools.images[p] for p in parts])
     labels = np.concatenate([pools.labels[p] for p in parts])
     rng = np.random.default_rng(seed)
+    rolled = {shift: np.roll(images, shift, axis=1)
+              for shift in range(-style.jitter, style.jitter + 1)}
     strips, texts, spans = [], [], []
     for _ in range(count):
-        strip, text, span = _draw_strip(rng, images, labels, int(rng.choice(lengths)), style)
+        strip, text, span = _draw_strip(rng, images, labels, int(rng.choice(lengths)), style,
+                                        rolled)
         strips.append(strip), texts.append(text), spans.append(span)
     width = max(s.shape[1] for s in strips)
     columns = torch.zeros(count, width, HEIGHT)                  # (B, N, 8)
