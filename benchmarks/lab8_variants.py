@@ -1,6 +1,6 @@
 """Lab 8: what each choice of the two readers' designs and training is worth (one seed each).
 
-    .venv/bin/python benchmarks/lab8_variants.py [--seed 0] [--count 100]
+    .venv/bin/python benchmarks/lab8_variants.py [--seed 0] [--count 100] [--threads N]
 
 Each variant changes one thing relative to a Lab 8 reader (``LAB_READERS``) trained as the lab
 trains it (``LAB_TRAINING``) and reports its training time, its error on isolated test digits (each
@@ -79,7 +79,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--beside", default="", help="what else ran on the machine (for the header)")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     rows = ["| variant | train s | isolated digits | exact 1-8 | CER 1-8 | CER 9-16 "
             "| worst spacing CER |", "|---|---|---|---|---|---|---|"]
     for name, (kind, reader_change, train_change) in VARIANTS.items():
@@ -100,7 +103,10 @@ def main():
         print(rows[-1], flush=True)
     text = "\n".join(["# Lab 8: variants of the two readers", "",
                       f"Written by `benchmarks/lab8_variants.py` (seed {args.seed}, {args.count} test "
-                      "strips per length, evaluation seed 2024). One seed per row; each row changes "
+                      f"strips per length, evaluation seed 2024, {args.threads} torch thread(s)"
+                      + (f", beside {args.beside}" if args.beside else "") + "). "
+                      "Training times are comparable within this table only. "
+                      "One seed per row; each row changes "
                       "one thing of the Lab 8 reader it names, trained as the lab trains it. "
                       "*Isolated digits*: the error on every test digit at every vertical shift, "
                       "read as a strip of one digit. *Worst spacing CER*: the largest CER over "
