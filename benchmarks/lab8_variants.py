@@ -85,6 +85,7 @@ def main():
     torch.set_num_threads(args.threads)
     rows = ["| variant | train s | isolated digits | exact 1-8 | CER 1-8 | CER 9-16 "
             "| worst spacing CER |", "|---|---|---|---|---|---|---|"]
+    done = []
     for name, (kind, reader_change, train_change) in VARIANTS.items():
         config = dataclasses.replace(LAB_READERS[kind], **reader_change)
         train = dataclasses.replace(LAB_TRAINING[kind], **train_change)
@@ -101,6 +102,12 @@ def main():
                     f"{mean([t['cer'] for t in beyond]):.4f} | "
                     f"{worst_spacing_cer(reader, args.count, step):.4f} |")
         print(rows[-1], flush=True)
+        done.append(name)
+        write(args, rows, [v for v in VARIANTS if v not in done])
+
+
+def write(args, rows, missing):
+    """Write the table so far (a long run that is stopped keeps the rows it measured)."""
     text = "\n".join(["# Lab 8: variants of the two readers", "",
                       f"Written by `benchmarks/lab8_variants.py` (seed {args.seed}, {args.count} test "
                       f"strips per length, evaluation seed 2024, {args.threads} torch thread(s)"
@@ -111,10 +118,10 @@ def main():
                       "*Isolated digits*: the error on every test digit at every vertical shift, "
                       "read as a strip of one digit. *Worst spacing CER*: the largest CER over "
                       "lengths 1-8 with gaps of 8 columns, a lead of 25 or no blank tail.", "",
-                      *rows, ""])
+                      *rows, ""]
+                     + ([f"Not measured yet: {', '.join(missing)}.", ""] if missing else []))
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "lab8_variants.md").write_text(text)
-    print(text)
 
 
 if __name__ == "__main__":
