@@ -187,3 +187,38 @@ def test_lab8_results_page_shows_results_and_no_answers(built_book):
     for leak in ("lab8_reference", "reference_namespace", "source/lab8", "solutions/"):
         assert leak not in source, leak
     assert html.count('src="../../_images/') == 2 and "Figure 8.K" in html and "Figure 8.L" in html
+
+
+BROKEN_PAGE = """\
+---
+jupytext: {text_representation: {extension: .md, format_name: myst}}
+kernelspec: {name: python3, display_name: Python 3, language: python}
+---
+# A page whose code breaks
+
+```{code-cell} ipython3
+raise ValueError("the page's own reason")
+```
+"""
+
+
+def test_a_failed_build_says_which_page_broke_and_why(tmp_path):
+    """The strict build's error carries the warning and the cell's traceback in its message, so a
+    log that keeps only the message (a CI summary) still names the page and the reason."""
+    import sys
+    from pathlib import Path
+
+    from attention_course.book.build import BookBuildError, run_jupyter_book
+
+    (tmp_path / "_config.yml").write_text("title: broken\nexecute:\n  execute_notebooks: force\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: broken\n")
+    (tmp_path / "broken.md").write_text(BROKEN_PAGE)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(tmp_path), "-W", "-n", "--keep-going"]
+    with pytest.raises(BookBuildError) as failure:
+        run_jupyter_book(cmd, html=tmp_path / "_build" / "html", cwd=tmp_path)
+    message = str(failure.value)
+    assert message.startswith("jupyter-book build failed (exit 1): ")
+    assert "broken" in message.splitlines()[0]                 # the page, in the summary line
+    assert "ValueError: the page's own reason" in message      # the cell's traceback
+    assert "\x1b[" not in message

@@ -4,6 +4,7 @@ The attention reader has no step of its own; these tests give it the Lab 8 refer
 instructor's), as the benchmarks do.
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -123,6 +124,16 @@ def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
     plain = [curriculum_length(i, TrainConfig(steps=1000), rng) for i in range(300, 1000)]
     assert 0.08 < plain.count(1) / len(plain) < 0.17                      # uniform: 0.125
     assert all(t.spaced == SPACED for t in LAB_TRAINING.values())
+
+
+def test_the_lab_text_names_the_spacings_the_readers_train_on():
+    """Lab 8's task 5 states the spacing augmentation in numbers; they are SPACED's."""
+    text = " ".join((REPO / "source" / "lab8" / "lab8.md").read_text().split())
+    said = re.search(r"half the batches are spaced more widely than the test strips \(gaps up to "
+                     r"(\d+) columns, blank leads up to (\d+), sometimes no blank tail\)", text)
+    assert said, "task 5 should state the spacing augmentation (gaps, leads, tails)"
+    assert (int(said[1]), int(said[2])) == (SPACED.gap[1], SPACED.lead[1])
+    assert SPACED.tail[0] == 0 and all(t.spaced_share == 0.5 for t in LAB_TRAINING.values())
 
 
 def test_the_attention_reader_needs_a_step_to_train():

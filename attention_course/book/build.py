@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from attention_course import paths
@@ -54,6 +55,47 @@ WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 def run(cmd: list[str], cwd: Path = ROOT) -> None:
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=cwd, check=True)
+
+
+class BookBuildError(RuntimeError):
+    """``jupyter-book build`` failed; the message says why (its warnings and execution reports)."""
+
+
+# Lines of Sphinx's output that say why a strict build failed. A kernel's notice that it talks
+# over local TCP is not one; ANSI colour codes are removed so the reasons read plainly.
+_PROBLEM = re.compile(r"WARNING|ERROR|CRITICAL|Traceback|Error\b")
+_NOT_A_PROBLEM = re.compile(r"\[IPKernelApp\] WARNING")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+REPORT_TAIL = 15                 # lines of each failed page's execution report in the message
+
+
+def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> None:
+    """Run the build, echoing its output; on failure raise :class:`BookBuildError` naming each
+    warning and the end of each failed page's execution report, so a test log that keeps only
+    the error's message still says which page broke and how."""
+    print("+", " ".join(cmd), flush=True)
+    problems, started = [], time.time()
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, errors="replace") as process:
+        for line in process.stdout:
+            sys.stdout.write(line)
+            plain = _ANSI.sub("", line).rstrip()
+            if _PROBLEM.search(plain) and not _NOT_A_PROBLEM.search(plain):
+                problems.append(plain)
+    if process.returncode == 0:
+        return
+    reports = []
+    for report in sorted((html / "reports").rglob("*.err.log")):
+        if report.stat().st_mtime < started:
+            continue                     # left by an earlier build
+        text = _ANSI.sub("", report.read_text(errors="replace")).rstrip()
+        tail = text.splitlines()[-REPORT_TAIL:]
+        reports.append(f"--- {report.relative_to(html)} (last {len(tail)} lines) ---")
+        reports.extend(tail)
+    first = problems[0] if problems else "no warning was printed"
+    raise BookBuildError("\n".join([
+        f"jupyter-book build failed (exit {process.returncode}): {first}",
+        *problems[1:], *reports]))
 
 
 def install_npm_assets() -> None:
@@ -127,7 +169,7 @@ def build_book(strict: bool = True) -> Path:
     cmd = [str(jb), "build", str(ROOT), "--path-output", str(ROOT)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    run(cmd)
+    run_jupyter_book(cmd)
     return HTML / "index.html"
 
 
@@ -135,7 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
     args = parser.parse_args(argv)
-    index = build_book(strict=not args.no_strict)
+    try:
+        index = build_book(strict=not args.no_strict)
+    except BookBuildError as error:
+        sys.exit(f"\n{error}")
     print(f"\nThe book is built. Open file://{index} in a browser,")
     print(f"or serve it: python -m http.server -d {HTML} 8000  ->  http://localhost:8000")
 
