@@ -182,6 +182,19 @@ def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp
     assert (course.root / "feedback" / "bea" / "lab8" / "lab8.html").exists()
 
 
+def test_the_lab_shared_again_right_after_its_release_stays_on_the_workers(cluster, course):
+    """The control and then the batch share the same course folder in quick succession; the
+    second copy must not be forgotten when the first one's release reaches the scheduler late
+    (with content-hashed keys it was, and a batch was cancelled for "lost dependencies")."""
+    with DaskWorkers(cluster.address) as workers:
+        for _ in range(20):
+            bundle = workers.share_course(course)
+            time.sleep(0.05)                             # the earlier copy's release arrives
+            assert workers.client.who_has([bundle])[bundle.key], "the shared course was forgotten"
+            assert bundle.status == "finished"
+            del bundle
+
+
 def test_a_worker_killed_mid_batch_loses_nobody(cluster, course, local):
     cluster.add_worker("w3")
     cluster.wait_for({"w3"})

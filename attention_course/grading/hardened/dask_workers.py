@@ -145,7 +145,7 @@ class DaskWorkers:
         from distributed import KilledWorker
 
         self.check_workers(run.use_sandbox)
-        bundle = self.client.scatter(course_bundle(run), broadcast=True, hash=True)
+        bundle = self.share_course(run)
         job_run, batch = run_to_dict(run), uuid.uuid4().hex[:8]
         futures = {student: self.client.submit(grade_on_worker, bundle, job_run, student,
                                                submission_files(Path(path)), pure=False,
@@ -165,6 +165,18 @@ class DaskWorkers:
         finally:
             self.client.cancel(list(futures.values()))
         return [results[s] for s in students]
+
+    def share_course(self, run):
+        """The lab's source folder, sent to every worker once per batch; returns its future.
+
+        Its key is fresh each time (``hash=False``). A content-hashed key would be the same for
+        the control and the batch that follows it, and the scheduler may then forget the second
+        copy when the release of the first arrives after it: the batch's tasks are cancelled
+        for "lost dependencies" (dask/distributed#3703, #8576). That happened once in CI.
+        """
+        # a list of one, so the folder travels as one piece (a dict would be split by file)
+        [bundle] = self.client.scatter([course_bundle(run)], broadcast=True, hash=False)
+        return bundle
 
     def overhead_ms(self, files: dict[str, bytes], n: int = 40) -> float:
         """Milliseconds one task costs the scheduler round trip, carrying a submission's bytes."""
