@@ -35,6 +35,10 @@ def test_svm_floor_is_measured_under_the_strip_shifts():
     assert isolated_digit_floor(shifts=False) == plain["error"]
     with pytest.raises(ValueError, match="'svm' or 'cnn'"):
         digit_classifier_error("forest")
+    both = digit_classifier_error("svm", True, train_split="train+val")
+    assert both["n"] == shifted["n"] and both["error"] <= shifted["error"] + 0.01
+    with pytest.raises(ValueError, match="'train' or 'train\+val'"):
+        digit_classifier_error("svm", train_split="test")           # never train on the test pool
 
 
 def test_cnn_classifier_trains_and_predicts_digits():

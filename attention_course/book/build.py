@@ -67,6 +67,7 @@ _PROBLEM = re.compile(r"WARNING|ERROR|CRITICAL|Traceback|Error\b")
 _NOT_A_PROBLEM = re.compile(r"\[IPKernelApp\] WARNING")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REPORT_TAIL = 15                 # lines of each failed page's execution report in the message
+MAX_PROBLEMS = 40                # warning lines in the message (the full log has them all)
 
 
 def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> None:
@@ -95,7 +96,7 @@ def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> Non
     first = problems[0] if problems else "no warning was printed"
     raise BookBuildError("\n".join([
         f"jupyter-book build failed (exit {process.returncode}): {first}",
-        *problems[1:], *reports]))
+        *problems[1:MAX_PROBLEMS], *reports]))
 
 
 def install_npm_assets() -> None:

@@ -75,9 +75,11 @@ def _cnn(train_x, train_y, seed: int, epochs: int = 30):
 
 
 @lru_cache(maxsize=8)
-def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0) -> dict:
+def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0,
+                           train_split: str = "train") -> dict:
     """Error of an isolated-digit classifier (``"svm"``: RBF SVM; ``"cnn"``: a small CNN) trained
-    on the train pool and tested on the test pool, both at every strip shift when ``shifts``.
+    on the ``train_split`` pool (``"train"`` or ``"train+val"``) and tested on the test pool, both
+    at every strip shift when ``shifts``.
 
     Returns ``{"error", "low", "high", "n"}``: the error rate over test digits, its 95% interval
     and the number of test digits scored.
@@ -86,9 +88,14 @@ def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0
         raise ValueError(f"kind must be 'svm' or 'cnn', got {kind!r}")
     pools = load_digit_pools(seed)
     jitter = JITTER if shifts else 0
-    train_x, _, train_i = shifted_digits(pools.images["train"], jitter)
+    if train_split not in ("train", "train+val"):
+        raise ValueError(f"train_split must be 'train' or 'train+val', got {train_split!r}")
+    parts = train_split.split("+")
+    images = np.concatenate([pools.images[part] for part in parts])
+    labels = np.concatenate([pools.labels[part] for part in parts])
+    train_x, _, train_i = shifted_digits(images, jitter)
     test_x, _, test_i = shifted_digits(pools.images["test"], jitter)
-    train_y, test_y = pools.labels["train"][train_i], pools.labels["test"][test_i]
+    train_y, test_y = labels[train_i], pools.labels["test"][test_i]
     clf = _svm(train_x, train_y) if kind == "svm" else _cnn(train_x, train_y, seed)
     wrong = (clf.predict(test_x if kind == "cnn" else test_x.reshape(len(test_x), -1)) != test_y)
     low, high = error_interval(wrong.astype(float), test_i, seed)

@@ -172,7 +172,7 @@ class DaskWorkers:
         Its key is fresh each time (``hash=False``). A content-hashed key would be the same for
         the control and the batch that follows it, and the scheduler may then forget the second
         copy when the release of the first arrives after it: the batch's tasks are cancelled
-        for "lost dependencies" (dask/distributed#3703, #8576). That happened once in CI.
+        for "lost dependencies" (dask/distributed#3703, #8576); it happened once in a local CI run.
         """
         # a list of one, so the folder travels as one piece (a dict would be split by file)
         [bundle] = self.client.scatter([course_bundle(run)], broadcast=True, hash=False)
