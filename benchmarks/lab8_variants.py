@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
+from attention_course.tasks.baselines import digit_classifier_error
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, eval_strips,
                                             train_reader)
-from attention_course.tasks.baselines import digit_classifier_error
 from lab8_readers import SPACINGS, isolated_reading_error, read
 from lab8_reference import LAB8, evaluate_reader, reader_step
 

@@ -64,11 +64,11 @@ class TrainConfig:
 # Spacing augmentation of Lab 8's training: gaps up to 8 columns, blank leads up to 25, tails from
 # none to 6 (evaluation strips keep StripStyle()'s gaps of 0-4, lead 2, tail 6).
 SPACED = StripStyle(gap=(0, 8), lead=(0, 25), tail=(0, 6))
-# How Lab 8 (and its benchmarks) train each reader, within two minutes on two CPU cores. Both get
-# the same improvements; the fixed-context reader, whose steps cost less, takes more of them in
-# the same time, and sees short strips more often (chances 1/L), since what it learns about one
-# length helps it little with another. ``benchmarks/results/lab8_variants.md`` measures each
-# choice.
+# How Lab 8 (and its benchmarks) train each reader, aiming at two minutes on two CPU cores
+# (``lab8_readers.md`` records what it took). Both get the same improvements; the fixed-context
+# reader, whose steps cost less, takes more of them in the same time, and sees short strips more
+# often (chances 1/L), since what it learns about one length helps it little with another.
+# ``benchmarks/results/lab8_variants.md`` measures each choice.
 LAB_TRAINING = {
     "fixed-context": TrainConfig(steps=2200, noise=0.1, spaced=SPACED, label_smoothing=0.1,
                                  short_bias=True),
