@@ -127,13 +127,17 @@ def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
 
 
 def test_the_lab_text_names_the_spacings_the_readers_train_on():
-    """Lab 8's task 5 states the spacing augmentation in numbers; they are SPACED's."""
+    """Lab 8's task 5 states the spacing augmentation and the steps in numbers: LAB_TRAINING's."""
     text = " ".join((REPO / "source" / "lab8" / "lab8.md").read_text().split())
     said = re.search(r"half the batches are spaced more widely than the test strips \(gaps up to "
                      r"(\d+) columns, blank leads up to (\d+), sometimes no blank tail\)", text)
     assert said, "task 5 should state the spacing augmentation (gaps, leads, tails)"
     assert (int(said[1]), int(said[2])) == (SPACED.gap[1], SPACED.lead[1])
     assert SPACED.tail[0] == 0 and all(t.spaced_share == 0.5 for t in LAB_TRAINING.values())
+    steps = re.search(r"so it takes more of them \((\d+) against (\d+)\)", text)
+    assert steps, "task 5 should state both readers' numbers of steps"
+    assert (int(steps[1]), int(steps[2])) == (LAB_TRAINING["fixed-context"].steps,
+                                              LAB_TRAINING["attention"].steps)
 
 
 def test_the_attention_reader_needs_a_step_to_train():

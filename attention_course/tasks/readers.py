@@ -66,7 +66,7 @@ class TrainConfig:
 SPACED = StripStyle(gap=(0, 8), lead=(0, 25), tail=(0, 6))
 # How Lab 8 (and its benchmarks) train each reader, aiming at two minutes on two CPU cores
 # (``lab8_readers.md`` records what it took). Both get the same improvements; the fixed-context
-# reader, whose steps cost less, takes more of them in the same time, and sees short strips more
+# reader, whose steps cost less, takes more of them (2200 to 1500), and sees short strips more
 # often (chances 1/L), since what it learns about one length helps it little with another.
 # ``benchmarks/results/lab8_variants.md`` measures each choice.
 LAB_TRAINING = {
