@@ -42,6 +42,9 @@ class ReaderConfig:
     embed: int = 32            # per-column embedding channels
     embed_kernel: int = 3      # width of each embedding convolution, in columns
     embed_layers: int = 1      # stacked embedding convolutions
+    # > 0: first two 3x3 convolutions over the strip as an image (this many channels, then
+    # twice as many): the same filters at every row, so a digit a row higher meets the same ones
+    image_channels: int = 0
     dropout: float = 0.0       # on the column embedding and on what the readout sees (training only)
     hidden: int = 64           # per direction of the bidirectional GRU
     attention: int = 64        # A, width of the additive attention
@@ -73,7 +76,8 @@ class Memory:
 
 
 class ColumnEncoder(nn.Module):
-    """Per-column embedding (stacked 1-D convolutions over columns) and a bidirectional GRU.
+    """Per-column embedding (stacked 1-D convolutions over columns, optionally after two 2-D ones
+    over the strip as an image) and a bidirectional GRU.
 
     The two directions are two GRUs, and the backward one reads each strip's *own* columns from
     its last real column back (each strip reversed within its length): its states never see the
@@ -82,17 +86,35 @@ class ColumnEncoder(nn.Module):
     """
 
     def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0, image_channels: int = 0):
         super().__init__()
-        convs = []
-        for i in range(layers):
-            convs += [nn.Conv1d(HEIGHT if i == 0 else embed, embed, kernel, padding=kernel // 2),
-                      nn.ReLU()]
-        self.embed = nn.Sequential(*convs)
+        c, width = image_channels, HEIGHT
+        self.image_convs = nn.ModuleList(
+            [nn.Conv2d(1, c, 3, padding=1), nn.Conv2d(c, 2 * c, 3, padding=1)] if c else [])
+        if c:
+            width = 2 * c * (HEIGHT // 2)       # 2c channels of 4 rows once rows are pooled in 2
+        self.column_convs = nn.ModuleList(
+            [nn.Conv1d(width if i == 0 else embed, embed, kernel, padding=kernel // 2)
+             for i in range(layers)])
         self.dropout = nn.Dropout(dropout)
         self.forward_gru = nn.GRU(embed, hidden, batch_first=True)
         self.backward_gru = nn.GRU(embed, hidden, batch_first=True)
         self.width = 2 * hidden
+
+    def embed(self, columns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """columns (B, N, 8) -> embedding (B, N, E). Padding columns are zeroed before every
+        convolution, as a strip's own edge is, so no column near the end of a strip sees its
+        batch's padding (a strip is embedded the same alone and in any batch)."""
+        keep = mask.unsqueeze(1).to(columns.dtype)                  # (B, 1, N)
+        x = columns.transpose(1, 2) * keep                          # (B, 8, N): rows as channels
+        if len(self.image_convs):
+            x = x.unsqueeze(1)                                      # (B, 1, 8, N): an image
+            for conv in self.image_convs:
+                x = torch.relu(conv(x)) * keep.unsqueeze(1)         # (B, c or 2c, 8, N)
+            x = nn.functional.max_pool2d(x, (2, 1)).flatten(1, 2)   # (B, 8c, N)
+        for conv in self.column_convs:
+            x = torch.relu(conv(x)) * keep                          # (B, E, N)
+        return x.transpose(1, 2)
 
     @staticmethod
     def reversal(mask: torch.Tensor) -> torch.Tensor:
@@ -109,8 +131,7 @@ class ColumnEncoder(nn.Module):
             raise ValueError(f"columns should have shape (B, N, {HEIGHT}), got {tuple(columns.shape)}")
         if mask is None:
             mask = torch.ones(columns.shape[:2], dtype=torch.bool, device=columns.device)
-        x = self.embed(columns.transpose(1, 2)).transpose(1, 2)     # (B, N, E)
-        x = self.dropout(x)
+        x = self.dropout(self.embed(columns, mask))                 # (B, N, E)
         order = self.reversal(mask).unsqueeze(-1)                   # (B, N, 1)
         ahead, _ = self.forward_gru(x)                              # (B, N, H)
         back, _ = self.backward_gru(x.gather(1, order.expand_as(x)))
@@ -127,7 +148,7 @@ class _Reader(nn.Module):
         super().__init__()
         self.config = config
         self.encoder = ColumnEncoder(config.embed, config.hidden, config.embed_kernel,
-                                     config.embed_layers, config.dropout)
+                                     config.embed_layers, config.dropout, config.image_channels)
         self.token_embed = nn.Embedding(VOCAB_SIZE, config.token_embed)
 
 
