@@ -127,3 +127,29 @@ def test_fit_evaluates_in_eval_mode_on_schedule():
                  evaluate=evaluate, evaluate_every=3)
     assert record["evaluations"] == [3, 6, 7]
     assert seen == [(3, False, False), (6, False, False), (7, False, False)]
+
+
+def test_fit_can_leave_the_model_holding_a_moving_average_of_its_weights():
+    decay, steps = 0.6, 5
+
+    def trained(average):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1)
+        seen = []
+
+        def next_batch(step):                  # called before each step: the weights so far
+            seen.append(torch.cat([p.detach().flatten().clone() for p in model.parameters()]))
+            return torch.ones(4, 2) * (step + 1)
+
+        fit(model, next_batch, lambda m, x: (m(x) - 1).pow(2).mean(), steps, 0.1,
+            schedule="cosine", average=average)
+        return torch.cat([p.detach().flatten() for p in model.parameters()]), seen
+
+    last, seen = trained(0.0)
+    after_each = seen[1:] + [last]             # the weights after steps 1..5
+    expected = after_each[0]
+    for weights in after_each[1:]:
+        expected = decay * expected + (1 - decay) * weights
+    averaged, _ = trained(decay)
+    torch.testing.assert_close(averaged, expected)
+    assert not torch.allclose(averaged, last)

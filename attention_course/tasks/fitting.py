@@ -2,7 +2,8 @@
 
 Adam (or another optimiser), a learning-rate schedule fitted to the step budget (``"one-cycle"``,
 or ``"cosine"`` decay from the start), optional gradient clipping, an optional progress bar; the
-caller supplies how to get a batch and how to score it. The model is left in eval mode.
+caller supplies how to get a batch and how to score it; optionally a moving average of the
+weights. The model is left in eval mode.
 """
 from __future__ import annotations
 
@@ -29,18 +30,23 @@ def _scheduler(opt, schedule: str, lr: float, steps: int):
 def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable, steps: int,
         lr: float, optimizer=torch.optim.Adam, clip: float | None = 1.0, schedule: str = "one-cycle",
         progress: str | None = None, log_every: int = 0, evaluate: Callable[[int], object] | None = None,
-        evaluate_every: int = 0) -> dict:
+        evaluate_every: int = 0, average: float = 0.0) -> dict:
     """Train ``model`` for ``steps`` steps.
 
     ``next_batch(step)`` returns a batch, ``loss_of(model, batch)`` its loss. ``progress`` names a
     tqdm bar (None: no bar). ``evaluate(steps_done)``, when given, runs in eval mode and without
     gradients every ``evaluate_every`` steps and after the last one; its results are returned in
-    order. Returns ``{"train_seconds", "final_loss", "losses"}`` (every step's loss), plus
-    ``"evaluations"`` when ``evaluate`` is given (the evaluation time is not training time).
+    order. ``average`` > 0 keeps an exponential moving average of the weights with that decay
+    (``torch.optim.swa_utils``) and leaves the model holding it at the end. Returns
+    ``{"train_seconds", "final_loss", "losses"}`` (every step's loss), plus ``"evaluations"``
+    when ``evaluate`` is given (the evaluation time is not training time).
     """
     opt = optimizer(model.parameters(), lr=lr)
     sched = _scheduler(opt, schedule, lr, steps)
     start, losses, evaluations, evaluating = time.perf_counter(), [], [], 0.0
+    averaged = (torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(average))
+        if average else None)
     bar = tqdm(range(steps), desc=progress, disable=progress is None, mininterval=1)
     for step in bar:
         loss = loss_of(model, next_batch(step))
@@ -50,6 +56,8 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
             nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
+        if averaged is not None:
+            averaged.update_parameters(model)
         losses.append(loss.item())
         if step % 50 == 0:
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
@@ -63,6 +71,10 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
                 evaluations.append(evaluate(step + 1))
             model.train()
             evaluating += time.perf_counter() - began
+    if averaged is not None:
+        with torch.no_grad():
+            for mine, mean in zip(model.parameters(), averaged.module.parameters()):
+                mine.copy_(mean)
     model.eval()
     record = {"train_seconds": round(time.perf_counter() - start - evaluating, 1),
               "final_loss": round(losses[-1] if losses else 0.0, 4), "losses": losses}

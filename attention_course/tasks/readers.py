@@ -15,6 +15,7 @@ reference solution, on the instructor's side, is what the benchmarks use.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -59,6 +60,8 @@ class TrainConfig:
     spaced: StripStyle | None = None
     spaced_share: float = 0.5
     label_smoothing: float = 0.0
+    weight_decay: float = 0.0       # > 0: AdamW with this decoupled weight decay (else Adam)
+    weight_average: float = 0.0     # > 0: read with an exponential moving average of the weights
 
 
 # Spacing augmentation of Lab 8's training: gaps up to 8 columns, blank leads up to 25, tails from
@@ -151,8 +154,10 @@ def train_reader(config: ReaderConfig, train: TrainConfig = TrainConfig(), seed:
         return sequence_loss(reader_logits(model, columns, batch.mask, batch.targets, step),
                              batch.targets, train.label_smoothing)
 
-    record = fit(reader, next_batch, loss_of, train.steps, train.lr, clip=train.grad_clip,
-                 schedule="cosine", progress=f"{config.kind} reader" if progress else None)
+    optimizer = (functools.partial(torch.optim.AdamW, weight_decay=train.weight_decay)
+                 if train.weight_decay else torch.optim.Adam)
+    record = fit(reader, next_batch, loss_of, train.steps, train.lr, optimizer, clip=train.grad_clip,
+                 schedule="cosine", average=train.weight_average, progress=f"{config.kind} reader" if progress else None)
     return reader, TrainLog(seed=seed, seconds=record["train_seconds"], losses=record["losses"],
                             device=str(device))
 
