@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -63,10 +64,13 @@ def test_greedy_respects_step_cap_and_stops_on_eos():
     assert tokens.shape == (2, 7) and not torch.any((tokens == PAD) | (tokens == EOS))
 
 
-@pytest.mark.parametrize("kind", ["attention", "fixed"])
-def test_a_strip_is_encoded_the_same_alone_and_in_a_padded_batch(kind):
+@pytest.mark.parametrize("kind, embedding", [
+    ("attention", {}), ("fixed", {}),
+    ("attention", {"embed_layers": 2, "embed_kernel": 5}),   # the lab's: padding must not leak in
+    ("attention", {"image_channels": 3, "embed_layers": 2})])
+def test_a_strip_is_encoded_the_same_alone_and_in_a_padded_batch(kind, embedding):
     torch.manual_seed(4)
-    reader = build_reader(dict(kind=kind, **SMALL)).eval()
+    reader = build_reader(dict(kind=kind, **SMALL, **embedding)).eval()
     b = make_strips([1, 7], 5, seed=3)
     short = int(b.mask.sum(1).argmin())
     n = int(b.mask[short].sum())
@@ -109,6 +113,20 @@ def test_training_is_deterministic_and_learns():
     r2, log2 = train_reader(cfg, train, seed=3, progress=False, step=LAB8.reader_step)
     assert log1.losses == log2.losses and len(log1.losses) == 25
     assert sum(log1.losses[-5:]) < sum(log1.losses[:5])
+
+
+def test_weight_decay_and_weight_averaging_reach_the_training():
+    cfg = ReaderConfig(kind="attention", **SMALL)
+    plain = TrainConfig(steps=8, batch=8)
+    weights = lambda r: torch.cat([p.detach().flatten() for p in r.parameters()])
+    base, log = train_reader(cfg, plain, seed=5, progress=False, step=LAB8.reader_step)
+    decayed, decayed_log = train_reader(cfg, replace(plain, weight_decay=0.5), seed=5,
+                                        progress=False, step=LAB8.reader_step)
+    averaged, averaged_log = train_reader(cfg, replace(plain, weight_average=0.9), seed=5,
+                                          progress=False, step=LAB8.reader_step)
+    assert averaged_log.losses == log.losses                    # the same training ...
+    assert not torch.allclose(weights(averaged), weights(base))  # ... read with other weights
+    assert decayed_log.losses[0] == log.losses[0] and decayed_log.losses != log.losses
 
 
 def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
