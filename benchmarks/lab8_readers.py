@@ -26,10 +26,12 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from attention_course.data.strips import StripBatch, StripStyle, encode_targets, load_digit_pools
-from attention_course.tasks.baselines import (JITTER, digit_classifier_error, like_for_like_floor,
+from attention_course.tasks.baselines import (JITTER, classifier_mistakes, digit_classifier_error,
+                                              like_for_like_floor, paired_difference,
                                               shifted_digits)
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TRAIN_LENGTHS,
                                             eval_strips, save_reader, train_reader)
@@ -79,7 +81,19 @@ def isolated_reading_error(reader, step=None) -> dict:
     readings = read(reader, batch, step=step)
     wrong = [r != t for r, t in zip(readings, texts)]
     by_shift = {int(s): mean([w for w, k in zip(wrong, shifts) if k == s]) for s in set(shifts)}
-    return {"error": mean(wrong), "by_shift": by_shift}
+    return {"error": mean(wrong), "by_shift": by_shift, "wrong": [int(w) for w in wrong]}
+
+
+def misreadings(reader, count: int, eval_seed: int) -> dict:
+    """The misread evaluation strips of every length, and how many of them have the wrong number
+    of digits (a digit skipped or read twice) rather than only wrong digits."""
+    wrong = wrong_length = 0
+    for n in EVAL_LENGTHS:
+        batch = eval_strips(n, count, eval_seed)
+        for reading, text in zip(read(reader, batch), batch.texts):
+            wrong += reading != text
+            wrong_length += len(reading) != len(text)
+    return {"strips": wrong, "wrong_length": wrong_length}
 
 
 def spacing_cer(reader, count: int, eval_seed: int) -> dict:
@@ -110,6 +124,7 @@ def run(seeds, count, eval_seed):
             runs[(name, seed)] = {"seconds": log.seconds, "eval_seconds": eval_seconds,
                                   "device": log.device, "table": table,
                                   "isolated": isolated_reading_error(reader),
+                                  "misread": misreadings(reader, count, eval_seed),
                                   "spacing": spacing_cer(reader, count, eval_seed)}
             print(f"{name} seed {seed}: {log.seconds:.0f} s, exact 1-8 "
                   f"{mean([table[n]['exact'] for n in TRAIN_LENGTHS]):.3f}, 9-{max(EVAL_LENGTHS)} "
@@ -144,6 +159,12 @@ def summarise(runs, seeds, floor):
     slowest = max(r["seconds"] for r in runs.values())
     isolated = {name: by_seed(runs, name, seeds, "isolated") for name in names}
     lone = {name: mean([r["error"] for r in isolated[name]]) for name in names}
+    misread = {name: by_seed(runs, name, seeds, "misread") for name in names}
+    kept_length = {name: 1 - sum(m["wrong_length"] for m in misread[name])
+                   / max(1, sum(m["strips"] for m in misread[name])) for name in names}
+    floor_wrong, image = classifier_mistakes(floor["kind"])
+    paired = {name: paired_difference(np.mean([r["wrong"] for r in isolated[name]], 0),
+                                      floor_wrong, image) for name in names}
     spacing = {name: {k: [r[k]["cer"] for r in by_seed(runs, name, seeds, "spacing")]
                       for k in SPACINGS} for name in names}
     robust = max(mean(spacing["attention"][k]) / mean(spacing["attention"]["as evaluated"])
@@ -185,6 +206,11 @@ def summarise(runs, seeds, floor):
         errors = [r["error"] for r in isolated[name]]
         floors.append(f"| the {name} reader, each digit as a strip of one | -{JITTER}..{JITTER} | "
                       f"{mean(errors):.4f}{spread(errors)} | (seeds) | {floor['n']} |")
+    for name in names:
+        p = paired[name]
+        floors.append(f"| the {name} reader minus the {floor['kind'].upper()}, same digits "
+                      f"(mean of seeds) | -{JITTER}..{JITTER} | {p['difference']:+.4f} | "
+                      f"{p['low']:+.4f} to {p['high']:+.4f} | {floor['n']} |")
     spacings = ["| spacing (lengths 1-8) | " + " | ".join(f"{n} CER" for n in names) + " |",
                 "|---" * (1 + len(names)) + "|"]
     for k in SPACINGS:
@@ -192,8 +218,16 @@ def summarise(runs, seeds, floor):
             f"{mean(spacing[n][k]):.4f}{spread(spacing[n][k])}" for n in names) + " |")
     summary = {"within": within, "beyond": beyond, "fixed_beyond_exact": fixed_beyond,
                "worst_floor_ratio": worst, "slowest_seconds": slowest, "isolated": lone,
-               "worst_spacing_ratio": robust}
+               "worst_spacing_ratio": robust, "paired_with_floor": paired,
+               "misread_with_right_length": kept_length}
     return lines, verdicts, floors, spacings, summary
+
+
+def without_mistakes(run: dict) -> dict:
+    """A run as the JSON keeps it: the isolated digits' error and by-shift rates, not which digit
+    was misread (the summary's paired comparison is made from that)."""
+    isolated = {k: v for k, v in run["isolated"].items() if k != "wrong"}
+    return run | {"isolated": isolated}
 
 
 def main():
@@ -202,7 +236,8 @@ def main():
     ap.add_argument("--count", type=int, default=200, help="test strips per length")
     ap.add_argument("--eval-seed", type=int, default=2024)
     args = ap.parse_args()
-    floor = {**like_for_like_floor(), "unshifted": digit_classifier_error("svm", False)}
+    floor = {**like_for_like_floor(), "unshifted": digit_classifier_error("svm", False),
+             "images": len(load_digit_pools().labels["test"])}
     runs = run(args.seeds, args.count, args.eval_seed)
     table, verdicts, floors, spacings, summary = summarise(runs, args.seeds, floor)
     recipes = "; ".join(
@@ -226,7 +261,14 @@ def main():
         "",
         *table, "", "## The floor: isolated test digits, like for like", "",
         "Each test-pool digit at every vertical shift the strips use; the intervals resample "
-        "test images (a digit's shifted copies are not independent).", "", *floors, "",
+        "test images (a digit's shifted copies are not independent). The last rows compare "
+        "each reader with the floor's classifier on the same digits: the difference of their "
+        f"error rates, with a paired interval; one that holds 0 means the {floor['images']} test "
+        "images cannot tell that reader's recognition from the floor's.", "", *floors, "",
+        f"Of the evaluation strips each reader misreads (lengths 1-{max(EVAL_LENGTHS)}), the "
+        "share read with the right number of digits (digits misread, none skipped or read "
+        "twice): " + ", ".join(f"{name} {share:.3f}" for name, share
+                               in summary["misread_with_right_length"].items()) + ".", "",
         "## Spacing", "",
         "CER over lengths 1-8 when the strips are spaced otherwise than the evaluation strips "
         f"(gaps of {DEFAULT.gap[0]}-{DEFAULT.gap[1]} columns, a lead of {DEFAULT.lead}, a blank "
@@ -242,7 +284,7 @@ def main():
         "seeds": args.seeds, "training": {name: asdict(t) for name, t in LAB_TRAINING.items()},
         "count": args.count, "eval_seed": args.eval_seed,
         "floor": floor["error"], "floors": floor, "machine": machine, "summary": summary,
-        "runs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()}}, indent=1))
+        "runs": {f"{k[0]}/{k[1]}": without_mistakes(v) for k, v in runs.items()}}, indent=1))
     print(text)
 
 

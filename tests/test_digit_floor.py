@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 from attention_course.data.strips import load_digit_pools
-from attention_course.tasks.baselines import (JITTER, _cnn, digit_classifier_error, error_interval,
-                                              isolated_digit_floor, shifted_digits)
+from attention_course.tasks.baselines import (JITTER, _cnn, classifier_mistakes,
+                                              digit_classifier_error, error_interval,
+                                              isolated_digit_floor, paired_difference,
+                                              shifted_digits)
 
 
 def test_shifted_digits_roll_every_image_as_the_strips_do():
@@ -39,6 +41,22 @@ def test_svm_floor_is_measured_under_the_strip_shifts():
     assert both["n"] == shifted["n"] and both["error"] <= shifted["error"] + 0.01
     with pytest.raises(ValueError, match="'train' or 'train\+val'"):
         digit_classifier_error("svm", train_split="test")           # never train on the test pool
+    wrong, image = classifier_mistakes("svm")
+    assert wrong.shape == image.shape == (shifted["n"],) and wrong.mean() == shifted["error"]
+    assert sorted(set(image)) == list(range(n_test))
+
+
+def test_paired_difference_compares_two_classifiers_on_the_same_images():
+    image = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    a = np.array([1, 1, 1, 0, 0, 0, 0, 0])            # image 0 always, image 1 at one shift
+    b = np.array([1, 1, 0, 0, 0, 0, 0, 0])            # image 0 always
+    result = paired_difference(a, b, image)
+    assert result["difference"] == pytest.approx(0.5 / 4)
+    assert result["low"] == 0.0 and result["high"] > 0.0        # never worse than b, by design
+    same = paired_difference(a, a, image)
+    assert same == {"difference": 0.0, "low": 0.0, "high": 0.0}
+    flipped = paired_difference(b, a, image)
+    assert flipped["difference"] == -result["difference"] and flipped["high"] == 0.0
 
 
 def test_cnn_classifier_trains_and_predicts_digits():

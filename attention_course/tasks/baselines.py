@@ -74,22 +74,37 @@ def _cnn(train_x, train_y, seed: int, epochs: int = 30):
     return Predictor
 
 
-@lru_cache(maxsize=8)
-def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0,
-                           train_split: str = "train") -> dict:
-    """Error of an isolated-digit classifier (``"svm"``: RBF SVM; ``"cnn"``: a small CNN) trained
-    on the ``train_split`` pool (``"train"`` or ``"train+val"``) and tested on the test pool, both
-    at every strip shift when ``shifts``.
+def paired_difference(wrong_a: np.ndarray, wrong_b: np.ndarray, image: np.ndarray,
+                      seed: int = 0) -> dict:
+    """How much more often ``a`` errs than ``b`` on the *same* test digits, with a 95% bootstrap
+    interval that resamples test images (each image's error averaged over its shifted copies,
+    and, for a reader trained on several seeds, over the seeds: pass the mean of their mistakes).
+    Returns ``{"difference", "low", "high"}``; an interval that holds 0 means this test pool
+    cannot tell the two apart."""
+    count = np.bincount(image)
+    per_image = (np.bincount(image, weights=np.asarray(wrong_a, float))
+                 - np.bincount(image, weights=np.asarray(wrong_b, float))) / count
+    rng = np.random.default_rng(seed)
+    draws = per_image[rng.integers(0, len(per_image), size=(CONFIDENCE_DRAWS, len(per_image)))]
+    means = draws.mean(1)
+    return {"difference": float(per_image.mean()), "low": float(np.quantile(means, 0.025)),
+            "high": float(np.quantile(means, 0.975))}
 
-    Returns ``{"error", "low", "high", "n"}``: the error rate over test digits, its 95% interval
-    and the number of test digits scored.
-    """
+
+@lru_cache(maxsize=8)
+def classifier_mistakes(kind: str = "svm", shifts: bool = True, seed: int = 0,
+                        train_split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+    """Which isolated test digits a classifier misreads: ``(wrong, image)``, one entry per test
+    digit at every strip shift (the order of :func:`shifted_digits` on the test pool), ``image``
+    the test image each one is. ``kind``: ``"svm"`` (RBF SVM) or ``"cnn"`` (a small CNN),
+    trained on the ``train_split`` pool (``"train"`` or ``"train+val"``), both at every strip
+    shift when ``shifts``."""
     if kind not in ("svm", "cnn"):
         raise ValueError(f"kind must be 'svm' or 'cnn', got {kind!r}")
-    pools = load_digit_pools(seed)
-    jitter = JITTER if shifts else 0
     if train_split not in ("train", "train+val"):
         raise ValueError(f"train_split must be 'train' or 'train+val', got {train_split!r}")
+    pools = load_digit_pools(seed)
+    jitter = JITTER if shifts else 0
     parts = train_split.split("+")
     images = np.concatenate([pools.images[part] for part in parts])
     labels = np.concatenate([pools.labels[part] for part in parts])
@@ -98,6 +113,17 @@ def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0
     train_y, test_y = labels[train_i], pools.labels["test"][test_i]
     clf = _svm(train_x, train_y) if kind == "svm" else _cnn(train_x, train_y, seed)
     wrong = (clf.predict(test_x if kind == "cnn" else test_x.reshape(len(test_x), -1)) != test_y)
+    return wrong, test_i
+
+
+def digit_classifier_error(kind: str = "svm", shifts: bool = True, seed: int = 0,
+                           train_split: str = "train") -> dict:
+    """Error of an isolated-digit classifier (:func:`classifier_mistakes`) on the test pool.
+
+    Returns ``{"error", "low", "high", "n"}``: the error rate over test digits, its 95% interval
+    and the number of test digits scored.
+    """
+    wrong, test_i = classifier_mistakes(kind, shifts, seed, train_split)
     low, high = error_interval(wrong.astype(float), test_i, seed)
     return {"error": float(wrong.mean()), "low": low, "high": high, "n": int(len(wrong))}
 
