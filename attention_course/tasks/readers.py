@@ -156,8 +156,9 @@ def train_reader(config: ReaderConfig, train: TrainConfig = TrainConfig(), seed:
 
     optimizer = (functools.partial(torch.optim.AdamW, weight_decay=train.weight_decay)
                  if train.weight_decay else torch.optim.Adam)
-    record = fit(reader, next_batch, loss_of, train.steps, train.lr, optimizer, clip=train.grad_clip,
-                 schedule="cosine", average=train.weight_average, progress=f"{config.kind} reader" if progress else None)
+    record = fit(reader, next_batch, loss_of, train.steps, train.lr, optimizer,
+                 clip=train.grad_clip, schedule="cosine", average=train.weight_average,
+                 progress=f"{config.kind} reader" if progress else None)
     return reader, TrainLog(seed=seed, seconds=record["train_seconds"], losses=record["losses"],
                             device=str(device))
 
