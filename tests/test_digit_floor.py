@@ -1,12 +1,17 @@
 """The isolated-digit floor of Lab 8's benchmark, measured like for like (the strips' shifts)."""
+import json
+
 import numpy as np
 import pytest
+import torch
 
 from attention_course.data.strips import load_digit_pools
-from attention_course.tasks.baselines import (JITTER, _cnn, classifier_mistakes,
+from attention_course.tasks.baselines import (CNN_STEP_CHOICES, CNN_STEPS, JITTER, _cnn,
+                                              chosen_cnn_steps, classifier_mistakes,
                                               digit_classifier_error, error_interval,
-                                              isolated_digit_floor, paired_difference,
-                                              shifted_digits)
+                                              paired_difference, shifted_digits, svm_digit_error)
+from attention_course.tasks.readers import LAB_TRAINING, TRAIN_POOL
+from conftest import REPO
 
 
 def test_shifted_digits_roll_every_image_as_the_strips_do():
@@ -33,13 +38,13 @@ def test_svm_floor_is_measured_under_the_strip_shifts():
     for r in (plain, shifted):
         assert 0 <= r["low"] <= r["error"] <= r["high"] < 0.1
     assert shifted["error"] > plain["error"]                         # shifted digits are harder
-    assert isolated_digit_floor() == shifted["error"]
-    assert isolated_digit_floor(shifts=False) == plain["error"]
+    assert svm_digit_error() == shifted["error"]
+    assert svm_digit_error(shifts=False) == plain["error"]
     with pytest.raises(ValueError, match="'svm' or 'cnn'"):
         digit_classifier_error("forest")
-    both = digit_classifier_error("svm", True, train_split="train+val")
-    assert both["n"] == shifted["n"] and both["error"] <= shifted["error"] + 0.01
-    with pytest.raises(ValueError, match="'train' or 'train\+val'"):
+    train_only = digit_classifier_error("svm", True, train_split="train")
+    assert train_only["n"] == shifted["n"] and shifted["error"] <= train_only["error"] + 0.01
+    with pytest.raises(ValueError, match=r"'train' or 'train\+val'"):
         digit_classifier_error("svm", train_split="test")           # never train on the test pool
     wrong, image = classifier_mistakes("svm")
     assert wrong.shape == image.shape == (shifted["n"],) and wrong.mean() == shifted["error"]
@@ -62,7 +67,45 @@ def test_paired_difference_compares_two_classifiers_on_the_same_images():
 def test_cnn_classifier_trains_and_predicts_digits():
     pools = load_digit_pools()
     x, y = pools.images["train"][:256], pools.labels["train"][:256]
-    clf = _cnn(x, y, seed=0, epochs=3)
+    clf = _cnn(x, y, seed=0, steps=150)
     predicted = clf.predict(pools.images["test"][:100])
     assert predicted.shape == (100,) and set(predicted) <= set(range(10))
     assert (predicted == pools.labels["test"][:100]).mean() > 0.5    # it learned something
+
+
+def test_the_cnn_is_the_same_whatever_threads_its_caller_uses():
+    """The floor's CNN trains on one torch thread, so a benchmark on one thread and a script on
+    two draw the same floor (on two threads its weights came out differently)."""
+    pools = load_digit_pools()
+    x, y = pools.images["train"][:512], pools.labels["train"][:512]
+    weights = lambda clf: torch.cat([t.flatten() for t in clf.network.state_dict().values()])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _cnn(x, y, seed=0, steps=60)
+        torch.set_num_threads(2)
+        two = _cnn(x, y, seed=0, steps=60)
+        assert torch.get_num_threads() == 2                              # the caller's, restored
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(weights(one), weights(two))
+
+
+def test_the_floor_trains_on_the_readers_images_and_never_on_what_it_is_tested_on():
+    assert all(t.split == TRAIN_POOL for t in LAB_TRAINING.values())
+    assert svm_digit_error() == digit_classifier_error("svm", True, train_split=TRAIN_POOL)["error"]
+    with pytest.raises(ValueError, match="test_split"):
+        classifier_mistakes("svm", train_split="train+val", test_split="val")
+    wrong, image = classifier_mistakes("svm", train_split="train", test_split="val")
+    assert len(wrong) == (2 * JITTER + 1) * len(load_digit_pools().labels["val"])
+
+
+def test_the_cnn_trains_as_long_as_the_validation_pool_chose():
+    n_val = (2 * JITTER + 1) * len(load_digit_pools().labels["val"])
+    one = 1 / n_val                                                  # one validation digit
+    assert chosen_cnn_steps({1000: 0.02, 2000: 0.012, 4000: 0.012 - one, 8000: 0.01}) == 8000
+    assert chosen_cnn_steps({1000: 0.02, 2000: 0.011, 4000: 0.011 - one, 8000: 0.011}) == 2000
+    floors = json.loads((REPO / "benchmarks/results/lab8_readers.json").read_text())["floors"]
+    assert set(map(int, floors["cnn_validation"])) == set(CNN_STEP_CHOICES)
+    chosen = chosen_cnn_steps({int(k): v for k, v in floors["cnn_validation"].items()})
+    assert CNN_STEPS == chosen == floors["cnn_chosen"] == floors["cnn_steps"]
