@@ -7,7 +7,7 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 import torch
@@ -16,9 +16,10 @@ from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import EOS, PAD, make_strips
 from attention_course.grading.checks import reference_namespace
-from attention_course.tasks.readers import (LAB_TRAINING, SPACED, TrainConfig, curriculum_length,
-                                            format_results, load_reader, reader_logits,
-                                            save_reader, style_of_batch, train_reader)
+from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TrainConfig,
+                                            curriculum_length, format_results, load_reader,
+                                            reader_logits, save_reader, style_of_batch,
+                                            train_reader)
 from conftest import REPO
 
 SMALL = dict(hidden=6, attention=5, embed=4)
@@ -82,6 +83,35 @@ def test_a_strip_is_encoded_the_same_alone_and_in_a_padded_batch(kind, embedding
     torch.testing.assert_close(together.summary[short], alone.summary[0])
 
 
+def test_image_rows_are_pooled_in_pairs_by_their_maximum():
+    """The embedding pools the image convolutions' rows in pairs with a reshape (a CPU-cheap
+    max-pool): the same numbers as max_pool2d over (2, 1) windows."""
+    torch.manual_seed(6)
+    encoder = build_reader(dict(kind="attention", image_channels=3, **SMALL)).encoder
+    b = make_strips([2, 3], 2, seed=4)
+    keep = b.mask.unsqueeze(1).float()                                    # (B, 1, N)
+    x = (b.columns.transpose(1, 2) * keep).unsqueeze(1)                   # (B, 1, 8, N)
+    for conv in encoder.image_convs:
+        x = encoder.activation(conv(x)) * keep.unsqueeze(1)
+    x = torch.nn.functional.max_pool2d(x, (2, 1)).flatten(1, 2)           # (B, 4 * 2c, N)
+    for conv in encoder.column_convs:
+        x = encoder.activation(conv(x)) * keep
+    torch.testing.assert_close(encoder.embed(b.columns, b.mask), x.transpose(1, 2))
+
+
+def test_the_embedding_units_keep_learning_when_their_input_turns_negative():
+    """A leaky ReLU (the readers' default) passes a gradient below zero; a plain one does not,
+    so a unit that is negative on every input never recovers (lab8_variants.md)."""
+    for slope, learns in ((0.1, True), (0.0, False)):
+        encoder = build_reader(dict(kind="attention", embed_slope=slope, **SMALL)).encoder
+        conv = encoder.column_convs[0]
+        with torch.no_grad():
+            conv.bias.fill_(-100.0)                          # every unit below zero everywhere
+        b = make_strips(2, 2, seed=1)
+        encoder.embed(b.columns, b.mask).sum().backward()
+        assert bool(conv.weight.grad.abs().sum() > 0) is learns, slope
+
+
 def test_the_first_step_may_look_anywhere():
     """The attention reader starts having looked nowhere: its first prior is flat, so a strip
     with a wide blank lead is as reachable as one that starts at column 0."""
@@ -115,7 +145,7 @@ def test_training_is_deterministic_and_learns():
     assert sum(log1.losses[-5:]) < sum(log1.losses[:5])
 
 
-def test_weight_decay_and_weight_averaging_reach_the_training():
+def test_weight_decay_averaging_and_the_schedule_reach_the_training():
     cfg = ReaderConfig(kind="attention", **SMALL)
     plain = TrainConfig(steps=8, batch=8)
     weights = lambda r: torch.cat([p.detach().flatten() for p in r.parameters()])
@@ -127,6 +157,9 @@ def test_weight_decay_and_weight_averaging_reach_the_training():
     assert averaged_log.losses == log.losses                    # the same training ...
     assert not torch.allclose(weights(averaged), weights(base))  # ... read with other weights
     assert decayed_log.losses[0] == log.losses[0] and decayed_log.losses != log.losses
+    _, cycled_log = train_reader(cfg, replace(plain, schedule="one-cycle"), seed=5,
+                                 progress=False, step=LAB8.reader_step)
+    assert cycled_log.losses[0] == log.losses[0] and cycled_log.losses != log.losses
 
 
 def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
@@ -142,6 +175,18 @@ def test_wider_spacings_come_after_the_curriculum_and_short_strips_more_often():
     plain = [curriculum_length(i, TrainConfig(steps=1000), rng) for i in range(300, 1000)]
     assert 0.08 < plain.count(1) / len(plain) < 0.17                      # uniform: 0.125
     assert all(t.spaced == SPACED for t in LAB_TRAINING.values())
+
+
+def test_the_committed_lab8_results_come_from_todays_recipes():
+    """The book's Lab 8 results page draws the committed benchmark tables: they must have been
+    measured with the readers and training recipes the lab uses now."""
+    results = REPO / "benchmarks" / "results"
+    readers = json.loads((results / "lab8_readers.json").read_text())
+    todays = json.loads(json.dumps({name: asdict(t) for name, t in LAB_TRAINING.items()}))
+    assert readers["training"] == todays, "re-run benchmarks/lab8_readers.py"
+    assert readers["readers"] == {name: c.to_dict() for name, c in LAB_READERS.items()}
+    maps = json.loads((results / "lab8_maps.json").read_text())
+    assert maps["steps"] == LAB_TRAINING["attention"].steps, "re-run benchmarks/lab8_maps.py"
 
 
 def test_the_lab_text_names_the_spacings_the_readers_train_on():
@@ -182,6 +227,7 @@ def test_save_load_roundtrip_and_cli(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {str(k): v for k, v in a.items()}
     assert "| 3 |" in format_results({"fixed": a}, floor=0.01)
+    assert format_results({"fixed": a}, 0.01, "SVM").splitlines()[0].endswith("| SVM |")
 
 
 def test_checkpoint_from_another_device_loads_on_cpu(tmp_path):

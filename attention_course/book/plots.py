@@ -7,11 +7,13 @@ import numpy as np
 TRAIN_MAX = 8
 
 
-def plot_results_by_length(tables: dict, floor: float | None = None, train_max: int = TRAIN_MAX):
+def plot_results_by_length(tables: dict, floor: float | None = None, train_max: int = TRAIN_MAX,
+                           floor_label: str = "isolated-digit floor"):
     """Exact-string accuracy and CER against strip length for each named reader.
 
     ``tables`` maps a reader's name to ``{length: {"exact": .., "cer": ..}}``; ``floor`` is the
-    per-digit error rate of an isolated-digit classifier, drawn on the CER panel.
+    per-digit error rate of an isolated-digit classifier, drawn on the CER panel as
+    ``floor_label``.
     """
     fig, (ax_exact, ax_cer) = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
     for name, table in tables.items():
@@ -19,7 +21,7 @@ def plot_results_by_length(tables: dict, floor: float | None = None, train_max: 
         ax_exact.plot(lengths, [table[n]["exact"] for n in lengths], "o-", label=name)
         ax_cer.plot(lengths, [table[n]["cer"] for n in lengths], "o-", label=name)
     if floor is not None:
-        ax_cer.axhline(floor, color="k", ls=":", label="isolated-digit floor")
+        ax_cer.axhline(floor, color="k", ls=":", label=floor_label)
     for ax, title in ((ax_exact, "exact-string accuracy"), (ax_cer, "character error rate")):
         ax.axvspan(0.5, train_max + 0.5, color="0.92", zorder=0)
         ax.set_xlabel("digits in the strip  (shaded: lengths seen in training)")

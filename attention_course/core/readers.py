@@ -45,6 +45,10 @@ class ReaderConfig:
     # > 0: first two 3x3 convolutions over the strip as an image (this many channels, then
     # twice as many): the same filters at every row, so a digit a row higher meets the same ones
     image_channels: int = 0
+    # the embedding's nonlinearity: a leaky ReLU with this slope below zero (0: a plain ReLU,
+    # whose units can stop learning for good; in lab8_variants.md the fixed-context reader
+    # reads far worse with one, the attention reader about as well)
+    embed_slope: float = 0.1
     dropout: float = 0.0       # on the column embedding and on what the readout sees (training only)
     hidden: int = 64           # per direction of the bidirectional GRU
     attention: int = 64        # A, width of the additive attention
@@ -86,8 +90,9 @@ class ColumnEncoder(nn.Module):
     """
 
     def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
-                 dropout: float = 0.0, image_channels: int = 0):
+                 dropout: float = 0.0, image_channels: int = 0, slope: float = 0.1):
         super().__init__()
+        self.slope = slope
         c, width = image_channels, HEIGHT
         self.image_convs = nn.ModuleList(
             [nn.Conv2d(1, c, 3, padding=1), nn.Conv2d(c, 2 * c, 3, padding=1)] if c else [])
@@ -110,11 +115,15 @@ class ColumnEncoder(nn.Module):
         if len(self.image_convs):
             x = x.unsqueeze(1)                                      # (B, 1, 8, N): an image
             for conv in self.image_convs:
-                x = torch.relu(conv(x)) * keep.unsqueeze(1)         # (B, c or 2c, 8, N)
-            x = nn.functional.max_pool2d(x, (2, 1)).flatten(1, 2)   # (B, 8c, N)
+                x = self.activation(conv(x)) * keep.unsqueeze(1)    # (B, c or 2c, 8, N)
+            b, c, rows, n = x.shape                                 # rows pooled in pairs
+            x = x.view(b, c, rows // 2, 2, n).amax(3).flatten(1, 2)  # (B, 8c, N)
         for conv in self.column_convs:
-            x = torch.relu(conv(x)) * keep                          # (B, E, N)
+            x = self.activation(conv(x)) * keep                     # (B, E, N)
         return x.transpose(1, 2)
+
+    def activation(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.leaky_relu(x, self.slope)
 
     @staticmethod
     def reversal(mask: torch.Tensor) -> torch.Tensor:
@@ -148,7 +157,8 @@ class _Reader(nn.Module):
         super().__init__()
         self.config = config
         self.encoder = ColumnEncoder(config.embed, config.hidden, config.embed_kernel,
-                                     config.embed_layers, config.dropout, config.image_channels)
+                                     config.embed_layers, config.dropout, config.image_channels,
+                                     config.embed_slope)
         self.token_embed = nn.Embedding(VOCAB_SIZE, config.token_embed)
 
 
