@@ -59,6 +59,12 @@ class DigitPools:
     def size(self, split: str) -> int:
         return len(self.labels[split])
 
+    def joined(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """Images and labels of one split, or of splits joined by "+" (``"train+val"``)."""
+        parts = split.split("+")
+        return (np.concatenate([self.images[p] for p in parts]),
+                np.concatenate([self.labels[p] for p in parts]))
+
 
 @dataclass
 class StripBatch:
@@ -145,9 +151,7 @@ def make_strips(lengths, count: int, seed: int, split: str = "train",
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     pools = pools or load_digit_pools()
-    parts = split.split("+")
-    images = np.concatenate([pools.images[p] for p in parts])
-    labels = np.concatenate([pools.labels[p] for p in parts])
+    images, labels = pools.joined(split)
     rng = np.random.default_rng(seed)
     rolled = {shift: np.roll(images, shift, axis=1)
               for shift in range(-style.jitter, style.jitter + 1)}

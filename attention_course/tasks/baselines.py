@@ -126,13 +126,6 @@ def paired_difference(wrong_a: np.ndarray, wrong_b: np.ndarray, image: np.ndarra
             "high": float(np.quantile(means, 0.975))}
 
 
-def _split(pools, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """Images and labels of a pool or of pools joined by "+" (``"train+val"``)."""
-    parts = split.split("+")
-    return (np.concatenate([pools.images[part] for part in parts]),
-            np.concatenate([pools.labels[part] for part in parts]))
-
-
 @lru_cache(maxsize=16)
 def classifier_mistakes(kind: str = "svm", shifts: bool = True, seed: int = 0,
                         train_split: str = TRAIN_POOL, test_split: str = "test",
@@ -152,8 +145,8 @@ def classifier_mistakes(kind: str = "svm", shifts: bool = True, seed: int = 0,
                          f"got {test_split!r} with train_split {train_split!r}")
     pools = load_digit_pools(seed)
     jitter = JITTER if shifts else 0
-    images, labels = _split(pools, train_split)
-    test_images, test_labels = _split(pools, test_split)
+    images, labels = pools.joined(train_split)
+    test_images, test_labels = pools.joined(test_split)
     train_x, _, train_i = shifted_digits(images, jitter)
     test_x, _, test_i = shifted_digits(test_images, jitter)
     train_y, test_y = labels[train_i], test_labels[test_i]
@@ -203,5 +196,5 @@ def svm_digit_error(seed: int = 0, shifts: bool = True) -> float:
     """The RBF SVM's error on isolated test digits, trained and tested at the strips' shifts
     (``shifts=False``: on unshifted digits). It takes a second, so the lab draws it as its
     reference line; the benchmark's floor, :func:`like_for_like_floor`, is the stronger of it
-    and a CNN that trains for half a minute."""
+    and a CNN that trains for under a minute."""
     return digit_classifier_error("svm", shifts, seed)["error"]
