@@ -37,13 +37,15 @@ ATTENTION_STEPS = LAB_TRAINING["attention"].steps
 ATTENTION_BATCH = LAB_TRAINING["attention"].batch
 VARIANTS = {
     "Lab 8 attention reader": ("attention", {}, {}),
-    "starts on column 0 (first step's prior not flat)":
-        ("attention", {"start_at_first_column": True}, {}),
+    "starts having looked nowhere (first step's prior flat)":
+        ("attention", {"start_at_first_column": False}, {}),
     "no spacing augmentation": ("attention", {}, {"spaced": None}),
     "no label smoothing": ("attention", {}, {"label_smoothing": 0.0}),
     "no location prior (plain location-aware attention)":
         ("attention", {"location_prior": False}, {}),
     "with a GRU decoder state (the reader can count)": ("attention", {"decoder_state": True}, {}),
+    "column states that also carry the column embedding":
+        ("attention", {"skip_embedding": True}, {}),
     "Lab 8 fixed-context reader": ("fixed-context", {}, {}),
     f"fixed-context, {ATTENTION_STEPS} steps (the attention reader's number)":
         ("fixed-context", {}, {"steps": ATTENTION_STEPS}),

@@ -7,6 +7,8 @@ import json
 import re
 import subprocess
 import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 
 import pytest
@@ -14,12 +16,13 @@ import torch
 
 from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import decode_greedily
+from attention_course.devices import available_cpus
 from attention_course.data import EOS, PAD, make_strips
 from attention_course.grading.checks import reference_namespace
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TrainConfig,
                                             curriculum_length, format_results, load_reader,
                                             reader_logits, save_reader, style_of_batch,
-                                            train_reader)
+                                            train_reader, train_readers)
 from conftest import REPO
 
 SMALL = dict(hidden=6, attention=5, embed=4)
@@ -112,20 +115,40 @@ def test_the_embedding_units_keep_learning_when_their_input_turns_negative():
         assert bool(conv.weight.grad.abs().sum() > 0) is learns, slope
 
 
-def test_the_first_step_may_look_anywhere():
-    """The attention reader starts having looked nowhere: its first prior is flat, so a strip
-    with a wide blank lead is as reachable as one that starts at column 0."""
-    reader = build_reader(dict(kind="attention", **SMALL))
+def test_the_first_step_starts_at_the_left_edge_or_anywhere():
+    """The Lab 8 attention reader starts with its weight on column 0, so its first prior favours
+    columns about one move in and lets the content scores reach further only against it; with
+    ``start_at_first_column=False`` it has looked nowhere: zero weights and a flat first prior.
+    Either way the first context is zero and as wide as a column state."""
     b = make_strips(2, 3, seed=0)
+    reader = build_reader(dict(kind="attention", **SMALL))
     memory = reader.encode(b.columns, b.mask)
     weights, context = reader.start(memory)
-    assert torch.equal(weights, torch.zeros_like(weights))
-    assert torch.equal(context, torch.zeros_like(context))
-    prior = reader.location_prior(weights)                   # (B, N)
-    assert torch.equal(prior, torch.full_like(prior, prior[0, 0].item()))
-    old = build_reader(dict(kind="attention", start_at_first_column=True, **SMALL))
-    first = old.location_prior(old.start(old.encode(b.columns, b.mask))[0])
+    assert torch.equal(weights[:, 0], torch.ones(3)) and float(weights[:, 1:].abs().sum()) == 0
+    assert torch.equal(context, torch.zeros(3, memory.states.shape[-1]))
+    first = reader.location_prior(weights)                   # (B, N)
     assert first[:, 25:].max() < -10, "from column 0 the prior cannot reach column 25"
+    assert int(first[0].argmax()) == round(reader.config.prior_mean)
+    flat = build_reader(dict(kind="attention", start_at_first_column=False, **SMALL))
+    weights, _ = flat.start(flat.encode(b.columns, b.mask))
+    assert torch.equal(weights, torch.zeros_like(weights))
+    prior = flat.location_prior(weights)
+    assert torch.equal(prior, torch.full_like(prior, prior[0, 0].item()))
+
+
+def test_states_can_carry_the_column_embedding():
+    """``skip_embedding`` appends each column's embedding to its state (D = 2H + E); the attention
+    reader's keys, context and readout are as wide, and the summary stays 2H."""
+    reader = build_reader(dict(kind="attention", skip_embedding=True, **SMALL))
+    b = make_strips([1, 3], 2, seed=2)
+    memory = reader.encode(b.columns, b.mask)
+    hidden, embed = reader.config.hidden, reader.config.embed
+    assert memory.states.shape == (2, b.columns.shape[1], 2 * hidden + embed)
+    assert memory.summary.shape == (2, 2 * hidden)
+    torch.testing.assert_close(memory.states[..., 2 * hidden:],
+                               reader.encoder.embed(b.columns, b.mask))
+    weights, context = reader.start(memory)
+    assert context.shape == (2, 2 * hidden + embed)
 
 
 def test_wrong_input_shape_is_explained():
@@ -189,6 +212,19 @@ def test_the_committed_lab8_results_come_from_todays_recipes():
     assert maps["steps"] == LAB_TRAINING["attention"].steps, "re-run benchmarks/lab8_maps.py"
 
 
+def test_the_readme_quotes_the_committed_notebook_times():
+    """The README's time for a student's full run of each lab is the committed measurement."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    said = re.search(r"\(Lab 8: (\d+) s, `benchmarks/results/lab8_timing.md`; Lab 12: (\d+) s",
+                     readme)
+    assert said, "the README should state both labs' full-run times"
+    results = REPO / "benchmarks" / "results"
+    for seconds, table in zip(said.groups(), ("lab8_timing.md", "lab12.md")):
+        run = re.search(r"\| complete notebook, as a student runs it \| (\d+) \|",
+                        (results / table).read_text())
+        assert run and run[1] == seconds, f"README says {seconds} s, {table} says {run and run[1]}"
+
+
 def test_the_lab_text_names_the_spacings_the_readers_train_on():
     """Lab 8's task 5 states the spacing augmentation and the steps in numbers: LAB_TRAINING's."""
     text = " ".join((REPO / "source" / "lab8" / "lab8.md").read_text().split())
@@ -206,6 +242,39 @@ def test_the_lab_text_names_the_spacings_the_readers_train_on():
 def test_the_attention_reader_needs_a_step_to_train():
     with pytest.raises(TypeError, match="no step of its own"):
         train_reader(ReaderConfig(kind="attention", **SMALL), TrainConfig(steps=1), progress=False)
+
+
+def test_a_reader_trained_alongside_in_a_second_process_is_the_one_trained_here(monkeypatch):
+    """train_readers trains the fixed-context reader in a second process beside the attention
+    reader (one torch thread each, on two CPUs); both come out as they do trained in turn."""
+    if available_cpus() < 2:
+        pytest.skip("training alongside needs two CPUs")
+    sent = []
+    submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit",
+                        lambda pool, fn, *a: sent.append(a[0].kind) or submit(pool, fn, *a))
+    runs = {name: (replace(config, hidden=6, attention=5, embed=4, image_channels=2),
+                   TrainConfig(steps=6, batch=4))
+            for name, config in LAB_READERS.items()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        started = time.monotonic()
+        together = train_readers(runs, seed=4, step=LAB8.reader_step)
+        assert sent == ["fixed"], "the fixed-context reader should train in a second process"
+        in_turn = train_readers(runs, seed=4, step=LAB8.reader_step, alongside=False)
+        assert sent == ["fixed"], "alongside=False trains every reader here"
+    finally:
+        torch.set_num_threads(threads)
+    for name in runs:
+        for (key, a), b in zip(together[0][name].state_dict().items(),
+                               in_turn[0][name].state_dict().values()):
+            assert torch.equal(a, b), f"{name}: {key} differs when trained alongside"
+        assert together[1][name].losses == in_turn[1][name].losses
+        assert not together[0][name].training
+    # the second process's log is the reader's own, not a copy of this one's
+    assert together[1]["fixed-context"].losses != together[1]["attention"].losses
+    assert 0 < together[1]["fixed-context"].seconds < time.monotonic() - started
 
 
 def cli(*args):

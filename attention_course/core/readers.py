@@ -13,15 +13,18 @@ built from the previous output token and the previous context, and its scores ad
 computed from the previous weights (a convolution over them), so it can learn "move one digit to the
 right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
 that move (``location_prior``) makes the alignment easy to find early in training. Before the first
-step the decoder has looked nowhere (zero weights), so the first prior is flat and the content
-scores find the first digit wherever the strip starts; and the encoder's backward GRU starts at each
-strip's own last column, so end-of-string is read from where the strip ends, blank tail or not.
+step the decoder looks at column 0, the strip's left edge, so the first prior expects the first
+digit near the start; trained with blank leads of up to 25 columns, the content scores learn to
+find it further in. (A flat first prior, ``start_at_first_column=False``, finds the first digit
+anywhere but reads less well; ``lab8_variants.md`` measures both.) The encoder's backward GRU
+starts at each strip's own last column, so end-of-string is read from where the strip ends, blank
+tail or not.
 A GRU decoder state, which the fixed-context reader needs, would let the reader count;
 ``decoder_state=True`` adds one for comparison (the benchmark writes its own step for it).
 ``benchmarks/results/lab8_variants.md`` measures these choices.
 
-Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
-C = 11 classes (ten digits and end-of-string).
+Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden (+ the embedding's width
+with ``skip_embedding``), A attention width, C = 11 classes (ten digits and end-of-string).
 """
 from __future__ import annotations
 
@@ -63,7 +66,10 @@ class ReaderConfig:
     prior_mean: float = 10.0     # about one digit (8 columns) plus a gap
     prior_std: float = 4.0
     prior_max_shift: int = 20
-    start_at_first_column: bool = False   # the first step's prior: flat (False) or from column 0
+    start_at_first_column: bool = True    # the first step's prior: from column 0, or flat (False)
+    # each column's state also carries its embedding (D = 2H + E): a direct path from the
+    # convolutions to the readout (attention reader only; lab8_variants.md measures it)
+    skip_embedding: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,8 +96,10 @@ class ColumnEncoder(nn.Module):
     """
 
     def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
-                 dropout: float = 0.0, image_channels: int = 0, slope: float = 0.1):
+                 dropout: float = 0.0, image_channels: int = 0, slope: float = 0.1,
+                 skip: bool = False):
         super().__init__()
+        self.skip = skip
         self.slope = slope
         c, width = image_channels, HEIGHT
         self.image_convs = nn.ModuleList(
@@ -104,7 +112,8 @@ class ColumnEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.forward_gru = nn.GRU(embed, hidden, batch_first=True)
         self.backward_gru = nn.GRU(embed, hidden, batch_first=True)
-        self.width = 2 * hidden
+        self.summary_width = 2 * hidden
+        self.width = 2 * hidden + (embed if skip else 0)
 
     def embed(self, columns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """columns (B, N, 8) -> embedding (B, N, E). Padding columns are zeroed before every
@@ -147,7 +156,7 @@ class ColumnEncoder(nn.Module):
         back = back.gather(1, order.expand_as(back))                # (B, N, H), columns in order
         last = (mask.sum(-1) - 1).view(-1, 1, 1).expand(-1, 1, ahead.shape[-1])
         summary = torch.cat([ahead.gather(1, last)[:, 0], back[:, 0]], dim=-1)   # (B, D)
-        return torch.cat([ahead, back], dim=-1), summary
+        return torch.cat([ahead, back] + ([x] if self.skip else []), dim=-1), summary
 
 
 class _Reader(nn.Module):
@@ -158,7 +167,7 @@ class _Reader(nn.Module):
         self.config = config
         self.encoder = ColumnEncoder(config.embed, config.hidden, config.embed_kernel,
                                      config.embed_layers, config.dropout, config.image_channels,
-                                     config.embed_slope)
+                                     config.embed_slope, config.skip_embedding)
         self.token_embed = nn.Embedding(VOCAB_SIZE, config.token_embed)
 
 
@@ -167,7 +176,7 @@ class FixedContextReader(_Reader):
 
     def __init__(self, config: ReaderConfig):
         super().__init__(config)
-        d = self.encoder.width
+        d = self.encoder.summary_width
         self.init = nn.Linear(d, config.decoder_hidden)
         self.cell = nn.GRUCell(config.token_embed + d, config.decoder_hidden)
         self.out = nn.Linear(config.decoder_hidden, NUM_CLASSES)
@@ -221,13 +230,13 @@ class AttentionReader(_Reader):
         return Memory(states, self.key_proj(states), mask, summary)
 
     def start(self, memory: Memory):
-        """The decoder has looked nowhere yet: zero weights (so the first step's prior is flat and
-        its content scores alone find the first digit, wherever the strip starts), zero context.
-        ``start_at_first_column`` puts the initial weights on column 0 instead."""
+        """The decoder starts at the strip's left edge: all its weight on column 0 (so the first
+        step's prior expects the first digit about one move in), and a zero context. With
+        ``start_at_first_column=False`` it has looked nowhere: zero weights, a flat first prior."""
         weights = torch.zeros_like(memory.mask, dtype=memory.states.dtype)
         if self.config.start_at_first_column:
             weights[:, 0] = 1.0
-        context = torch.zeros_like(memory.summary)
+        context = memory.states.new_zeros(memory.states.shape[0], memory.states.shape[-1])
         if self.config.decoder_state:
             return weights, context, memory.summary.new_zeros(len(context), self.config.decoder_hidden)
         return weights, context
