@@ -2,12 +2,15 @@
 
     reader, log = train_reader(LAB_READERS["attention"], LAB_TRAINING["attention"], seed=0,
                                step=reader_step)          # the step the student wrote
+    readers, logs = train_readers({name: (LAB_READERS[name], LAB_TRAINING[name])
+                                   for name in LAB_READERS}, seed=0, step=reader_step)
     save_reader(reader, "runs/attention-0.pt", log)
     reader = load_reader("runs/attention-0.pt")
 
 Training draws fresh strips from the *train* image pool at every step (teacher forcing, a length
 curriculum, pixel noise, wider spacings once the curriculum is done); :func:`eval_strips` draws
-evaluation strips from the *test* pool (images never seen in training) with a seed. The attention
+evaluation strips from the *test* pool (images never seen in training) with a seed;
+:func:`train_readers` trains both of the lab's readers at once when two CPUs are free. The attention
 reader has no step of its own: training it needs a ``step(reader, memory, state, prev_token)``, in
 the lab the student's. How readers are
 *measured* (greedy decoding, exact accuracy, CER) is a lab task, so it is not here: the lab's
@@ -15,8 +18,12 @@ reference solution, on the instructor's side, is what the benchmarks use.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import multiprocessing
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -27,7 +34,7 @@ from torch import nn
 from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import model_step, shift_right, teacher_forced
 from attention_course.data.strips import PAD, SOS, StripStyle, make_strips
-from attention_course.devices import pick_device
+from attention_course.devices import available_cpus, pick_device
 from attention_course.seeds import derive, seed_everything
 from attention_course.tasks.fitting import fit
 
@@ -171,6 +178,53 @@ def train_reader(config: ReaderConfig, train: TrainConfig = TrainConfig(), seed:
                  progress=f"{config.kind} reader" if progress else None)
     return reader, TrainLog(seed=seed, seconds=record["train_seconds"], losses=record["losses"],
                             device=str(device))
+
+
+def train_readers(runs: dict, seed: int = 0, device=None, step: Callable | None = None,
+                  alongside: bool = True) -> tuple[dict, dict]:
+    """Train several readers with one seed; ``runs`` maps a name to ``(ReaderConfig,
+    TrainConfig)``. Returns ``(readers, logs)``, keyed as ``runs`` is.
+
+    The readers that need ``step`` (the attention reader, whose step in the lab is the student's,
+    a function of the notebook that no other process could call) train here, one after another.
+    With ``alongside``, on the CPU, and with as many CPUs again free beside this process's torch
+    threads, the readers with a step of their own (the fixed-context reader) train at the same
+    time in a second process, with that step, on as many threads; else here too, with ``step``
+    (which must then be able to step them: the lab's ``reader_step``). A reader comes out the same
+    either way (same seed, same number of threads: deterministic on the CPU); only the wall time
+    changes, from the sum of the two trainings to about the longer one.
+    """
+    device = pick_device(device)
+    threads = torch.get_num_threads()
+    # the readers with a step of their own, which the second process trains with it
+    elsewhere = [name for name, (config, _) in runs.items() if config.kind == "fixed"]
+    if not (alongside and device.type == "cpu" and available_cpus() >= 2 * threads):
+        elsewhere = []
+    readers, logs = {}, {}
+    with contextlib.ExitStack() as stack:
+        pending = {}
+        if elsewhere:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            pool = stack.enter_context(ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")))
+            pending = {name: pool.submit(_train_and_save, *runs[name], seed, threads,
+                                         folder / f"{name}.pt") for name in elsewhere}
+        for name, (config, train) in runs.items():
+            if name not in pending:
+                readers[name], logs[name] = train_reader(config, train, seed, device, step=step)
+        for name, job in pending.items():
+            path = job.result()
+            readers[name] = load_reader(path, device)
+            logs[name] = TrainLog(**torch.load(path, map_location="cpu", weights_only=False)["log"])
+    return {name: readers[name] for name in runs}, {name: logs[name] for name in runs}
+
+
+def _train_and_save(config: ReaderConfig, train: TrainConfig, seed: int, threads: int,
+                    path: Path) -> Path:
+    """train_readers' second process: train one reader on ``threads`` torch threads, save it."""
+    torch.set_num_threads(threads)
+    reader, log = train_reader(config, train, seed, "cpu", progress=False)
+    return save_reader(reader, path, log, train)
 
 
 def eval_strips(length: int, count: int, seed: int, split: str = "test",
