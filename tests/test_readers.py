@@ -16,8 +16,8 @@ import torch
 
 from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import decode_greedily
-from attention_course.devices import available_cpus
 from attention_course.data import EOS, PAD, make_strips
+from attention_course.devices import available_cpus
 from attention_course.grading.checks import reference_namespace
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TrainConfig,
                                             curriculum_length, format_results, load_reader,
@@ -137,8 +137,8 @@ def test_the_first_step_starts_at_the_left_edge_or_anywhere():
 
 
 def test_states_can_carry_the_column_embedding():
-    """``skip_embedding`` appends each column's embedding to its state (D = 2H + E); the attention
-    reader's keys, context and readout are as wide, and the summary stays 2H."""
+    """``skip_embedding`` appends each column's embedding to its state (D = 2H + E); the decoder's
+    first context is as wide, and the summary stays 2H."""
     reader = build_reader(dict(kind="attention", skip_embedding=True, **SMALL))
     b = make_strips([1, 3], 2, seed=2)
     memory = reader.encode(b.columns, b.mask)
