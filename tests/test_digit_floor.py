@@ -9,7 +9,8 @@ from attention_course.data.strips import load_digit_pools
 from attention_course.tasks.baselines import (CNN_STEP_CHOICES, CNN_STEPS, JITTER, _cnn,
                                               chosen_cnn_steps, classifier_mistakes,
                                               digit_classifier_error, error_interval,
-                                              paired_difference, shifted_digits, svm_digit_error)
+                                              image_indices, paired_difference, shifted_digits,
+                                              svm_digit_error)
 from attention_course.tasks.readers import LAB_TRAINING, TRAIN_POOL
 from conftest import REPO
 
@@ -109,3 +110,14 @@ def test_the_cnn_trains_as_long_as_the_validation_pool_chose():
     assert set(map(int, floors["cnn_validation"])) == set(CNN_STEP_CHOICES)
     chosen = chosen_cnn_steps({int(k): v for k, v in floors["cnn_validation"].items()})
     assert CNN_STEPS == chosen == floors["cnn_chosen"] == floors["cnn_steps"]
+
+
+def test_image_indices_take_whole_numbers_only():
+    """The intervals group read digits by test image with np.bincount, which wants integers:
+    whole numbers stored as floats are converted, anything else is refused with the reason."""
+    wrong, image = np.array([1.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0, 1.0])
+    assert image_indices(image).dtype == np.int64
+    assert error_interval(wrong, image) == error_interval(wrong, image.astype(int))
+    for bad in (np.array([0.5, 1.0]), np.array([-1, 0]), np.zeros((2, 2))):
+        with pytest.raises(ValueError, match="non-negative whole image indices"):
+            image_indices(bad)

@@ -37,9 +37,21 @@ def shifted_digits(images: np.ndarray, jitter: int = JITTER):
     return (out, np.repeat(list(shifts), len(images)), np.tile(np.arange(len(images)), len(shifts)))
 
 
+def image_indices(image) -> np.ndarray:
+    """The test image of each read digit, as the integer array ``np.bincount`` groups by (whole
+    numbers stored as floats are accepted; anything else is an error)."""
+    image = np.asarray(image)
+    index = image.astype(np.int64)
+    if image.ndim != 1 or not np.array_equal(index, image) or (index < 0).any():
+        raise ValueError("image should be a 1-D array of non-negative whole image indices, "
+                         f"got shape {image.shape} and dtype {image.dtype}")
+    return index
+
+
 def error_interval(wrong: np.ndarray, image: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% bootstrap interval of the error rate, resampling test *images* (an image's shifted
     copies are not independent trials)."""
+    image = image_indices(image)
     per_image = np.bincount(image, weights=wrong) / np.bincount(image)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(per_image), size=(CONFIDENCE_DRAWS, len(per_image)))
@@ -116,6 +128,7 @@ def paired_difference(wrong_a: np.ndarray, wrong_b: np.ndarray, image: np.ndarra
     and, for a reader trained on several seeds, over the seeds: pass the mean of their mistakes).
     Returns ``{"difference", "low", "high"}``; an interval that holds 0 means this test pool
     cannot tell the two apart."""
+    image = image_indices(image)
     count = np.bincount(image)
     per_image = (np.bincount(image, weights=np.asarray(wrong_a, float))
                  - np.bincount(image, weights=np.asarray(wrong_b, float))) / count
