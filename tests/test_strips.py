@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.data import EOS, PAD, decode_tokens, load_digit_pools, make_strips
+from collections import Counter
+
+from attention_course.data import (EOS, PAD, covering_strips, decode_tokens, load_digit_pools,
+                                   make_strips)
 from attention_course.data.strips import StripStyle, encode_targets
 
 
@@ -92,3 +95,50 @@ def test_combined_pools():
     val = {img.tobytes() for img in pools.images["val"]}
     digits = [both.columns[b, 2:10].T.numpy().tobytes() for b in range(200)]   # the one 8x8 digit
     assert any(d in val for d in digits), "train+val strips should use validation images too"
+
+
+def placed_digits(batch) -> Counter:
+    """The (8x8 image bytes, label) of every digit a batch's strips hold, counted."""
+    return Counter((batch.columns[b, first:last + 1].T.numpy().tobytes(), int(text[i]))
+                   for b, (spans, text) in enumerate(zip(batch.spans, batch.texts))
+                   for i, (first, last) in enumerate(spans))
+
+
+def every_shifted_digit(split: str, jitter: int) -> Counter:
+    pools = load_digit_pools()
+    return Counter((np.roll(image, shift, axis=0).tobytes(), int(label))
+                   for image, label in zip(pools.images[split], pools.labels[split])
+                   for shift in range(-jitter, jitter + 1))
+
+
+@pytest.mark.parametrize("length, digits, passes", [(3, 1620, 1), (1, 1621, 2), (5, 10, 1)])
+def test_covering_strips_hold_every_test_digit_at_every_shift_equally_often(length, digits,
+                                                                            passes):
+    """Whole passes over the (image, shift) pairs, and each digit's label is the text's."""
+    batch = covering_strips(length, digits, seed=4)
+    everything = every_shifted_digit("test", StripStyle().jitter)
+    assert sum(everything.values()) == 1620                     # 540 images at 3 shifts
+    assert all(len(t) == length for t in batch.texts)
+    assert placed_digits(batch) == Counter({k: passes * n for k, n in everything.items()})
+    again = covering_strips(length, digits, seed=4)
+    assert torch.equal(again.columns, batch.columns) and again.texts == batch.texts
+    assert covering_strips(length, digits, seed=5).texts != batch.texts
+
+
+def test_covering_strips_top_up_the_last_strip_from_one_more_pass():
+    batch = covering_strips(7, 1620, seed=0, style=StripStyle(gap=(2, 2), lead=1, tail=3))
+    placed, everything = placed_digits(batch), every_shifted_digit("test", 1)
+    assert len(batch) == 232 and sum(placed.values()) == 1624   # 1620 = 7 * 231 + 3
+    assert set(placed) == set(everything)                       # every pair at least once
+    assert sum((placed - everything).values()) == 4             # and 4 of them twice
+    assert {tuple(np.diff([f for f, _ in s])) for s in batch.spans} == {(10,) * 6}
+    assert {int(m.sum()) for m in batch.mask} == {1 + 7 * 8 + 6 * 2 + 3}
+
+
+def test_covering_strips_refuse_what_they_cannot_cover():
+    with pytest.raises(ValueError, match="positive"):
+        covering_strips(0, 100, seed=0)
+    with pytest.raises(ValueError, match="split"):
+        covering_strips(2, 100, seed=0, split="holdout")
+    with pytest.raises(ValueError, match="warp"):
+        covering_strips(2, 100, seed=0, style=StripStyle(warp=0.1))

@@ -4,5 +4,6 @@ Lab 12 (:mod:`~attention_course.data.python_docs`) and the shape scenes of the c
 (:mod:`~attention_course.data.scenes`)."""
 from attention_course.data.strips import (  # noqa: F401
     DIGITS, EOS, PAD, SOS, NUM_CLASSES, VOCAB_SIZE,
-    DigitPools, StripBatch, StripStyle, load_digit_pools, make_strips, decode_tokens,
+    DigitPools, StripBatch, StripStyle, covering_strips, load_digit_pools, make_strips,
+    decode_tokens,
 )

@@ -107,17 +107,20 @@ def load_digit_pools(seed: int = 0) -> DigitPools:
                       labels={k: digits.target[v] for k, v in parts.items()})
 
 
-def _draw_strip(rng, images, labels, length, style, rolled):
+def _draw_strip(rng, images, labels, length, style, rolled, chosen=None):
     """Return (image (8, W), text, spans) for one strip of ``length`` random pool digits.
-    ``rolled[shift]`` is the pool shifted vertically by ``shift`` rows (np.roll, precomputed)."""
-    picks = rng.integers(0, len(images), size=length)
+    ``rolled[shift]`` is the pool shifted vertically by ``shift`` rows (np.roll, precomputed).
+    ``chosen``: ``(picks, shifts)``, the images and shifts to place instead of random ones
+    (gaps, lead and tail are still drawn)."""
+    picks = rng.integers(0, len(images), size=length) if chosen is None else chosen[0]
     gaps = rng.integers(style.gap[0], style.gap[1] + 1, size=max(length - 1, 0))
     lead, tail = _columns(rng, style.lead), _columns(rng, style.tail)
     width = lead + 8 * length + int(gaps.sum()) + tail
     strip = np.zeros((HEIGHT, width), dtype=np.float32)
     spans, x = [], lead
     for i, k in enumerate(picks):
-        shift = int(rng.integers(-style.jitter, style.jitter + 1))
+        shift = (int(rng.integers(-style.jitter, style.jitter + 1)) if chosen is None
+                 else int(chosen[1][i]))
         if style.warp > 0:
             strip[:, x:x + 8] = np.roll(warp_digit(images[k], style.warp, rng), shift, axis=0)
         else:
@@ -155,12 +158,48 @@ def make_strips(lengths, count: int, seed: int, split: str = "train",
     rng = np.random.default_rng(seed)
     rolled = {shift: np.roll(images, shift, axis=1)
               for shift in range(-style.jitter, style.jitter + 1)}
-    strips, texts, spans = [], [], []
-    for _ in range(count):
-        strip, text, span = _draw_strip(rng, images, labels, int(rng.choice(lengths)), style,
-                                        rolled)
-        strips.append(strip), texts.append(text), spans.append(span)
-    width = max(s.shape[1] for s in strips)
+    drawn = [_draw_strip(rng, images, labels, int(rng.choice(lengths)), style, rolled)
+             for _ in range(count)]
+    return _batch(drawn)
+
+
+def covering_strips(length: int, digits: int, seed: int, split: str = "test",
+                    style: StripStyle = StripStyle(), pools: DigitPools | None = None
+                    ) -> StripBatch:
+    """Strips of ``length`` digits that hold every image of ``split`` at every vertical shift
+    of ``style`` equally often: the (image, shift) pairs in random order, pass after pass, until
+    the strips hold at least ``digits`` digits and whole passes; the last strip is topped up with
+    pairs of one more pass. Every length then reads the same digits, so the error rates of two
+    lengths differ by what the length does, not by which digits were drawn (``make_strips``
+    draws digits with replacement: a few hard ones, drawn more or less often, swing a length's
+    error rate as much as the length does). Gaps, lead and tail are drawn as ``make_strips``
+    draws them; the same arguments give the same batch."""
+    if length < 1 or digits < 1:
+        raise ValueError(f"length and digits must be positive, got {length} and {digits}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if style.warp > 0:
+        raise ValueError("covering_strips places the pool's own images; style.warp must be 0")
+    pools = pools or load_digit_pools()
+    images, labels = pools.joined(split)
+    rng = np.random.default_rng(seed)
+    shifts = np.arange(-style.jitter, style.jitter + 1)
+    pairs = len(images) * len(shifts)
+    passes = -(-digits // pairs)                                 # whole passes over the pairs
+    count = -(-passes * pairs // length)                         # strips that hold them
+    order = np.concatenate([rng.permutation(pairs) for _ in range(-(-count * length // pairs))])
+    order = order[:count * length].reshape(count, length)        # (strips, length) pair ids
+    rolled = {int(shift): np.roll(images, shift, axis=1) for shift in shifts}
+    drawn = [_draw_strip(rng, images, labels, length, style, rolled,
+                         chosen=(row % len(images), shifts[row // len(images)]))
+             for row in order]
+    return _batch(drawn)
+
+
+def _batch(drawn) -> StripBatch:
+    """(image (8, W), text, spans) strips -> a StripBatch padded to the widest."""
+    strips, texts, spans = (list(part) for part in zip(*drawn))
+    count, width = len(strips), max(s.shape[1] for s in strips)
     columns = torch.zeros(count, width, HEIGHT)                  # (B, N, 8)
     mask = torch.zeros(count, width, dtype=torch.bool)           # (B, N)
     for b, s in enumerate(strips):
