@@ -20,9 +20,10 @@ error differs from the floor, and from other lengths, by what the length does.
 Beside the table by length (1-24; the lab trains on 1-8 and itself evaluates up to 16): the
 like-for-like floor (isolated-digit classifiers trained and tested at the strips' shifts, with 95%
 intervals; ``attention_course.tasks.baselines``), each reader's own error on the same isolated
-test digits (each read as a strip of one digit at every shift), and a spacing table (CER on
-lengths 1-8 with other gaps, lead margins and no blank tail than the evaluation strips have; two
-rows lie beyond the spacings the readers are trained with).
+test digits (each read as a strip of one digit at every shift), the attention reader retrained
+with only the steps that fit the time budget at the pace this run measured, and a spacing table
+(CER on lengths 1-8 with other gaps, lead margins and no blank tail than the evaluation strips
+have; two rows lie beyond the spacings the readers are trained with).
 """
 from __future__ import annotations
 
@@ -174,6 +175,26 @@ def run(seeds, count, eval_seed, digits):
     return runs
 
 
+def within_budget(runs, seeds, count: int, eval_seed: int, digits: int) -> dict:
+    """The attention reader trained with only the steps that fit BUDGET_S at the pace this run
+    measured (its slowest seed's seconds per step; rounded down to 50 steps), the learning-rate
+    schedule fitted to them: ``{"steps", "seconds": [per seed], "exact_in", "worst_cer"}``."""
+    train = LAB_TRAINING["attention"]
+    pace = max(runs[("attention", seed)]["seconds"] for seed in seeds) / train.steps
+    fitted = replace(train, steps=int(BUDGET_S / pace) // 50 * 50)
+    seconds, tables = [], []
+    for seed in seeds:
+        reader, log = train_reader(LAB_READERS["attention"], fitted, seed=seed, progress=False,
+                                   step=reader_step)
+        read = readings_by_length(reader.eval(), EVAL_LENGTHS,
+                                  lambda n: digits_per_length(n, count, digits), eval_seed)
+        seconds.append(log.seconds)
+        tables.append({n: scores(*r) for n, r in read.items()})
+    return {"steps": fitted.steps, "seconds": seconds,
+            "exact_in": mean([t[n]["exact"] for t in tables for n in TRAIN_LENGTHS]),
+            "worst_cer": max(mean([t[n]["cer"] for t in tables]) for n in EVAL_LENGTHS)}
+
+
 def evaluation_spread(seeds, digits: int) -> dict:
     """The saved attention readers' CER (mean of ``seeds``) at SPREAD_LENGTHS under each of
     SPREAD_SEEDS, on strips drawn with replacement (the lab's ``eval_strips``, as many digits) and
@@ -279,7 +300,9 @@ def summarise(runs, seeds, floor):
         spacings.append(f"| {k} | " + " | ".join(
             f"{mean(spacing[n][k]):.4f}{spread(spacing[n][k])}" for n in names) + " |")
     summary = {"within": within, "beyond": beyond, "fixed_beyond_exact": fixed_beyond,
-               "worst_floor_ratio": worst, "slowest_seconds": slowest, "isolated": lone,
+               "worst_floor_ratio": worst, "slowest_seconds": slowest,
+               "slowest_attention_seconds": max(by_seed(runs, "attention", seeds, "seconds")),
+               "isolated": lone,
                "worst_spacing_ratio": robust, "paired_with_floor": paired,
                "misread_with_right_length": kept_length}
     return lines, verdicts, floors, spacings, summary
@@ -307,6 +330,13 @@ def main():
     runs = run(args.seeds, args.count, args.eval_seed, floor["n"])
     table, verdicts, floors, spacings, summary = summarise(runs, args.seeds, floor)
     spread = evaluation_spread(args.seeds, floor["n"])
+    budget = within_budget(runs, args.seeds, args.count, args.eval_seed, floor["n"])
+    lab = LAB_TRAINING["attention"]
+    recipe_rows = [
+        f"| the lab's: {lab.steps} steps | {summary['slowest_attention_seconds']:.0f} s | "
+        f"{summary['within']['exact']:.3f} | {summary['worst_floor_ratio']:.2f}x |",
+        f"| fitted to {BUDGET_S} s: {budget['steps']} steps | {max(budget['seconds']):.0f} s | "
+        f"{budget['exact_in']:.3f} | {budget['worst_cer'] / floor['error']:.2f}x |"]
     passes = {}                     # how many times each length reads the floor's digits
     for n in EVAL_LENGTHS:
         digits = digits_per_length(n, args.count, floor["n"])
@@ -366,6 +396,12 @@ def main():
         "|---|---|---|",
         *(f"| {n} | {low_high(spread['drawn'][n])} | {low_high(spread['covering'][n])} |"
           for n in SPREAD_LENGTHS), "",
+        f"## Within {BUDGET_S} s", "",
+        f"The attention reader trained with only the steps that fit {BUDGET_S} s at the pace "
+        "of this run's slowest seed (rounded down to 50), the learning rate's cosine decay "
+        "fitted to them, against the lab's recipe; the same seeds and covering strips.", "",
+        "| attention recipe | slowest training | exact, lengths 1-8 | worst CER / floor |",
+        "|---|---|---|---|", *recipe_rows, "",
         "## Spacing", "",
         "CER over lengths 1-8 (covering strips, the floor's digits at each length) when the "
         "strips are spaced otherwise than the evaluation strips "
@@ -383,7 +419,7 @@ def main():
         "readers": {name: config.to_dict() for name, config in LAB_READERS.items()},
         "count": args.count, "eval_seed": args.eval_seed,
         "floor": floor["error"], "floors": floor, "machine": machine, "summary": summary,
-        "evaluation_spread": {"seeds": SPREAD_SEEDS, **spread},
+        "evaluation_spread": {"seeds": SPREAD_SEEDS, **spread}, "within_budget": budget,
         "runs": {f"{k[0]}/{k[1]}": without_mistakes(v) for k, v in runs.items()}}, indent=1))
     print(text)
 
