@@ -1,9 +1,9 @@
-"""Digit strips: shapes, labels, determinism, pools split by image."""
+"""Digit strips: shapes, labels, determinism, pools split by image, covering strips."""
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
-
-from collections import Counter
 
 from attention_course.data import (EOS, PAD, covering_strips, decode_tokens, load_digit_pools,
                                    make_strips)
