@@ -219,8 +219,8 @@ def train_readers(runs: dict, seed: int = 0, device=None, step: Callable | None 
                 raise RuntimeError(f"training the {name} reader in a second process failed (exit "
                                    f"code {worker.exitcode}; its error is on the kernel's stderr); "
                                    "train_readers(..., alongside=False) trains it here")
-            readers[name] = load_reader(folder / f"{name}.pt", device)
             checkpoint = torch.load(folder / f"{name}.pt", map_location="cpu", weights_only=False)
+            readers[name] = reader_from(checkpoint, folder / f"{name}.pt", device)
             logs[name] = TrainLog(**checkpoint["log"])
     return {name: readers[name] for name in runs}, {name: logs[name] for name in runs}
 
@@ -278,7 +278,11 @@ def save_reader(reader, path, log: TrainLog | None = None, train: TrainConfig | 
 
 def load_reader(path, device=None):
     """Load a saved reader onto ``device`` (CPU when no GPU is present, whatever it was saved from)."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    return reader_from(torch.load(path, map_location="cpu", weights_only=False), path, device)
+
+
+def reader_from(checkpoint: dict, path, device=None):
+    """The reader a loaded checkpoint holds (``path`` names it in errors), on ``device``."""
     for key in ("config", "state_dict"):
         if key not in checkpoint:
             raise ValueError(f"{path} is not a reader checkpoint: it has no {key!r} entry")
