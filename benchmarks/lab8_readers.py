@@ -93,14 +93,14 @@ def digits_per_length(length: int, count: int, floor_digits: int) -> int:
     return max(count * length, floor_digits)
 
 
-def readings_by_length(reader, lengths, digits, eval_seed: int, style: StripStyle = DEFAULT
-                       ) -> dict:
+def readings_by_length(reader, lengths, digits, eval_seed: int, style: StripStyle = DEFAULT,
+                       step=None) -> dict:
     """``{length: (readings, texts)}``, each length read on its covering test strips holding at
-    least ``digits(length)`` digits."""
+    least ``digits(length)`` digits (with the lab's reference step, or another ``step``)."""
     out = {}
     for n in lengths:
         batch = covering_test_strips(n, digits(n), eval_seed, style)
-        out[n] = (read(reader, batch), batch.texts)
+        out[n] = (read(reader, batch, step=step), batch.texts)
     return out
 
 

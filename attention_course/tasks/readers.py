@@ -86,7 +86,7 @@ SPACED = StripStyle(gap=(0, 8), lead=(0, 25), tail=(0, 6))
 # learned), pixel noise, label smoothing, the spacing augmentation, a cosine decay of the learning
 # rate. The fixed-context reader, whose steps cost less, takes more of them (2600 to 1600), and
 # sees short strips more often (chances 1/L), which keeps its steps cheap: with lengths drawn
-# uniformly it reads better, but trains a third longer, past the budget.
+# uniformly it reads better, but trains about half as long again, past the budget.
 # ``benchmarks/results/lab8_variants.md`` measures each choice.
 LAB_TRAINING = {
     "fixed-context": TrainConfig(steps=2600, batch=32, noise=0.1, spaced=SPACED,
