@@ -2,19 +2,19 @@
 
     .venv/bin/python benchmarks/lab8_variants.py [--seed 0] [--count 100] [--jobs 2]
 
-Each variant changes one thing relative to a Lab 8 reader (``LAB_READERS``) trained as the lab
-trains it (``LAB_TRAINING``) and reports its training time, its error on isolated test digits (each
-read as a strip of one digit, as in ``lab8_readers.md``), exact accuracy and CER averaged over
-lengths 1-8 (trained) and CER over 9-16 (never seen), and its worst CER over lengths 1-8 under the
-spacings of the target (gaps of 8, a lead of 25, no blank tail), every length on the covering test
-strips of ``lab8_readers.py`` (the same digits at every length). One seed each, so differences of
-a few thousandths are within seed-to-seed spread (``lab8_readers.md`` has three seeds of the chosen
-readers). The last rows take back, one at a time, what the attention reader's recipe does for
-its digit recognition (image convolutions, the validation images, a leaky ReLU, batches of 32),
-and try three more (a warm-up, longer training, averaged weights); the last three train with
-fewer steps, about what fits the two-minute budget.
+Each variant changes one thing (two, in one of the last rows) relative to a Lab 8 reader
+(``LAB_READERS``) trained as the lab trains it (``LAB_TRAINING``) and reports its training time,
+its error on isolated test digits (each read as a strip of one digit, as in ``lab8_readers.md``),
+exact accuracy and CER averaged over lengths 1-8 (trained) and CER over 9-16 (never seen), and its
+worst CER over lengths 1-8 under the spacings of the target (gaps of 8, a lead of 25, no blank
+tail), every length on the covering test strips of ``lab8_readers.py`` (the same digits at every
+length). One seed each, so differences of a few thousandths are within seed-to-seed spread
+(``lab8_readers.md`` has three seeds of the chosen readers). Later rows take back, one at a time,
+what the attention reader's recipe does for its digit recognition (image convolutions, the
+validation images, a leaky ReLU, batches of 32), and try three more (a warm-up, longer training,
+averaged weights); the last three train with fewer steps, about what fits the two-minute budget.
 ``--jobs`` variants run at once, each on one torch thread, so training times are comparable
-within the table. Writes ``results/lab8_variants.md`` after every row; its header quotes the
+within the table, roughly (the machine's pace drifts). Writes ``results/lab8_variants.md`` after every row; its header quotes the
 floor of the committed ``results/lab8_readers.json``, so run ``lab8_readers.py`` first.
 """
 from __future__ import annotations
@@ -164,15 +164,15 @@ def write(args, rows: dict):
     missing = [v for v in VARIANTS if v not in rows]
     text = "\n".join(["# Lab 8: variants of the two readers", "",
                       f"Written by `benchmarks/lab8_variants.py` (seed {args.seed}; every length "
-                      "read on covering strips, as `lab8_readers.md` reads them: each of the "
-                      f"{args.floor['n']} test digits at every shift, at least {args.count} strips' "
-                      f"worth, evaluation seed {EVAL_SEED}; {args.jobs} variant(s) trained at "
+                      "read on covering strips, as `lab8_readers.md` reads them: every test "
+                      f"digit at every shift ({args.floor['n']} digits), at least {args.count} "
+                      f"strips' worth, evaluation seed {EVAL_SEED}; {args.jobs} variant(s) trained at "
                       "once, each on one torch thread"
                       + (f", beside {args.beside}" if args.beside else "") + "). "
                       "Training times are comparable within this table only, and there only "
                       "roughly: this machine's pace drifts by a fifth and more within an hour. "
-                      "One seed per row; each row changes "
-                      "one thing of the Lab 8 reader it names, trained as the lab trains it. "
+                      "One seed per row; each row changes what it says of the Lab 8 reader it "
+                      "names, trained otherwise as the lab trains it. "
                       "*Isolated digits*: the error on every test digit at every vertical shift, "
                       "read as a strip of one digit (the like-for-like floor, the "
                       f"{args.floor['kind'].upper()} of `lab8_readers.md`, errs on "
