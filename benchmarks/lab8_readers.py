@@ -175,13 +175,19 @@ def run(seeds, count, eval_seed, digits):
     return runs
 
 
+def steps_within_budget(seconds: float, steps: int) -> int:
+    """The training steps that fit BUDGET_S at the pace of a training that took ``seconds`` for
+    ``steps`` steps, rounded down to 50."""
+    return int(BUDGET_S * steps / seconds) // 50 * 50
+
+
 def within_budget(runs, seeds, count: int, eval_seed: int, digits: int) -> dict:
     """The attention reader trained with only the steps that fit BUDGET_S at the pace this run
     measured (its slowest seed's seconds per step; rounded down to 50 steps), the learning-rate
     schedule fitted to them: ``{"steps", "seconds": [per seed], "exact_in", "worst_cer"}``."""
     train = LAB_TRAINING["attention"]
-    pace = max(runs[("attention", seed)]["seconds"] for seed in seeds) / train.steps
-    fitted = replace(train, steps=int(BUDGET_S / pace) // 50 * 50)
+    slowest = max(runs[("attention", seed)]["seconds"] for seed in seeds)
+    fitted = replace(train, steps=steps_within_budget(slowest, train.steps))
     seconds, tables = [], []
     for seed in seeds:
         reader, log = train_reader(LAB_READERS["attention"], fitted, seed=seed, progress=False,

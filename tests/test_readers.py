@@ -3,6 +3,7 @@
 The attention reader has no step of its own; these tests give it the Lab 8 reference step (the
 instructor's), as the benchmarks do.
 """
+import importlib
 import json
 import multiprocessing
 import re
@@ -212,6 +213,16 @@ def test_the_committed_lab8_results_come_from_todays_recipes():
     assert readers["readers"] == {name: c.to_dict() for name, c in LAB_READERS.items()}
     maps = json.loads((results / "lab8_maps.json").read_text())
     assert maps["steps"] == LAB_TRAINING["attention"].steps, "re-run benchmarks/lab8_maps.py"
+
+
+def test_the_committed_variants_table_has_a_row_for_every_variant(monkeypatch):
+    """lab8_variants.md measures every variant the benchmark names now, in its order; the last
+    rows' steps follow the pace of the committed lab8_readers.json, so a new pace means a re-run."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    variants = importlib.import_module("lab8_variants")
+    table = (REPO / "benchmarks" / "results" / "lab8_variants.md").read_text()
+    rows = re.findall(r"^\| (.+?) \| \d+ \|", table, re.M)
+    assert rows == list(variants.VARIANTS), "re-run benchmarks/lab8_variants.py"
 
 
 def test_the_readme_quotes_the_committed_notebook_times():
