@@ -23,9 +23,9 @@ from attention_course.data import EOS, PAD, make_strips
 from attention_course.devices import available_cpus
 from attention_course.grading.checks import reference_namespace
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TrainConfig,
-                                            curriculum_length, format_results, load_reader,
-                                            reader_logits, save_reader, style_of_batch,
-                                            train_reader, train_readers)
+                                            batch_plan, curriculum_length, format_results,
+                                            load_reader, reader_logits, save_reader,
+                                            style_of_batch, train_reader, train_readers)
 from conftest import REPO
 
 SMALL = dict(hidden=6, attention=5, embed=4)
@@ -238,6 +238,22 @@ def test_the_readme_quotes_the_committed_notebook_times():
         assert run and run[1] == seconds, f"README says {seconds} s, {table} says {run and run[1]}"
 
 
+def test_spaced_batches_draw_their_own_lengths_and_leave_the_others_alone():
+    """With ``spaced_lengths`` a spaced batch holds strips of those lengths; the other batches
+    keep the curriculum's; without it the plan is the curriculum's and style_of_batch's."""
+    train = TrainConfig(steps=1000, spaced=SPACED, spaced_lengths=(1, 2, 3))
+    rng = torch.Generator().manual_seed(0)
+    plan = [batch_plan(i, train, rng) for i in range(300, 1000)]
+    spaced = {n for n, style in plan if style is SPACED}
+    others = {n for n, style in plan if style is not SPACED}
+    assert spaced == {1, 2, 3} and others == set(range(1, 9)), (spaced, others)
+    plain = replace(train, spaced_lengths=None)
+    one, two = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert ([batch_plan(i, plain, one) for i in range(1000)]
+            == [(curriculum_length(i, plain, two), style_of_batch(i, plain, two))
+                for i in range(1000)])
+
+
 def test_the_lab_text_names_the_spacings_the_readers_train_on():
     """Lab 8's task 5 states the spacing augmentation and the steps in numbers: LAB_TRAINING's."""
     text = " ".join((REPO / "source" / "lab8" / "lab8.md").read_text().split())
@@ -246,6 +262,10 @@ def test_the_lab_text_names_the_spacings_the_readers_train_on():
     assert said, "task 5 should state the spacing augmentation (gaps, leads, tails)"
     assert (int(said[1]), int(said[2])) == (SPACED.gap[1], SPACED.lead[1])
     assert SPACED.tail[0] == 0 and all(t.spaced_share == 0.5 for t in LAB_TRAINING.values())
+    held = re.search(r"those batches hold strips of (\d+)-(\d+) digits", text)
+    assert held, "task 5 should state the lengths of the spaced batches"
+    assert all(t.spaced_lengths == tuple(range(int(held[1]), int(held[2]) + 1))
+               for t in LAB_TRAINING.values())
     steps = re.search(r"so it takes more of them \((\d+) against (\d+)\)", text)
     assert steps, "task 5 should state both readers' numbers of steps"
     assert (int(steps[1]), int(steps[2])) == (LAB_TRAINING["fixed-context"].steps,

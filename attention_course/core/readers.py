@@ -50,7 +50,7 @@ class ReaderConfig:
     image_channels: int = 0
     # the embedding's nonlinearity: a leaky ReLU with this slope below zero (0: a plain ReLU,
     # whose units can stop learning for good; in lab8_variants.md the fixed-context reader
-    # reads far worse with one, the attention reader somewhat worse)
+    # reads far worse with one, the attention reader worse)
     embed_slope: float = 0.1
     dropout: float = 0.0       # on the column embedding and on what the readout sees (training only)
     hidden: int = 64           # per direction of the bidirectional GRU
