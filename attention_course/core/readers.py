@@ -16,7 +16,7 @@ that move (``location_prior``) makes the alignment easy to find early in trainin
 step the decoder looks at column 0, the strip's left edge, so the first prior expects the first
 digit near the start; trained with blank leads of up to 25 columns, the content scores learn to
 find it further in. (A flat first prior, ``start_at_first_column=False``, finds the first digit
-anywhere but reads less well; ``lab8_variants.md`` measures both.) The encoder's backward GRU
+anywhere, and reads no better; ``lab8_variants.md`` measures both.) The encoder's backward GRU
 starts at each strip's own last column, so end-of-string is read from where the strip ends, blank
 tail or not.
 A GRU decoder state, which the fixed-context reader needs, would let the reader count;
@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from attention_course.core.seq2seq import Tokens
+from attention_course.core.stacked_gru import stacked_gru
 from attention_course.data.strips import EOS, HEIGHT, NUM_CLASSES, PAD, SOS, VOCAB_SIZE
 
 
@@ -93,6 +94,8 @@ class ColumnEncoder(nn.Module):
     its last real column back (each strip reversed within its length): its states never see the
     padding that follows a shorter strip, so the states know where the strip really ends and a
     strip is encoded the same in any batch (what a packed sequence gives, and cheaper on a CPU).
+    The two run side by side (:func:`~attention_course.core.stacked_gru.stacked_gru`, which is
+    cheaper again than two ``nn.GRU`` calls); the ``nn.GRU`` modules hold their weights.
     """
 
     def __init__(self, embed: int, hidden: int, kernel: int = 3, layers: int = 1,
@@ -151,9 +154,9 @@ class ColumnEncoder(nn.Module):
             mask = torch.ones(columns.shape[:2], dtype=torch.bool, device=columns.device)
         x = self.dropout(self.embed(columns, mask))                 # (B, N, E)
         order = self.reversal(mask).unsqueeze(-1)                   # (B, N, 1)
-        ahead, _ = self.forward_gru(x)                              # (B, N, H)
-        back, _ = self.backward_gru(x.gather(1, order.expand_as(x)))
-        back = back.gather(1, order.expand_as(back))                # (B, N, H), columns in order
+        ahead, back = stacked_gru([self.forward_gru, self.backward_gru],
+                                  [x, x.gather(1, order.expand_as(x))])   # (B, N, H) each
+        back = back.gather(1, order.expand_as(back))                # columns in order
         last = (mask.sum(-1) - 1).view(-1, 1, 1).expand(-1, 1, ahead.shape[-1])
         summary = torch.cat([ahead.gather(1, last)[:, 0], back[:, 0]], dim=-1)   # (B, D)
         return torch.cat([ahead, back] + ([x] if self.skip else []), dim=-1), summary

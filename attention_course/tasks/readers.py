@@ -83,7 +83,7 @@ class TrainConfig:
 # none to 6 (evaluation strips keep StripStyle()'s gaps of 0-4, lead 2, tail 6), on strips of 1-4
 # digits: a batch is as wide as its widest strip, and a widely spaced strip of 8 digits is about
 # 140 columns, so spaced batches of every length made the attention reader's training about a
-# quarter longer, and it read no better (lab8_variants.md).
+# fifth longer, and it read no better (lab8_variants.md).
 SPACED = StripStyle(gap=(0, 8), lead=(0, 25), tail=(0, 6))
 SPACED_LENGTHS = (1, 2, 3, 4)
 # How Lab 8 (and its benchmarks) train each reader, aiming at two minutes on two CPU cores
@@ -92,7 +92,8 @@ SPACED_LENGTHS = (1, 2, 3, 4)
 # learned), pixel noise, label smoothing, the spacing augmentation, a cosine decay of the learning
 # rate. The fixed-context reader, whose steps cost less, takes more of them (2400 to 1600), and
 # sees short strips more often (chances 1/L), which keeps its steps cheap: with lengths drawn
-# uniformly it reads better, but trains about a quarter as long again, past the budget.
+# uniformly it reads better, but trains about a tenth longer, more than the budget has room for
+# at the pace lab8_readers.md measured.
 # ``benchmarks/results/lab8_variants.md`` measures each choice.
 LAB_TRAINING = {
     "fixed-context": TrainConfig(steps=2400, batch=32, noise=0.1, spaced=SPACED,
