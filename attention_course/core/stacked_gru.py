@@ -6,12 +6,12 @@ gives what ``[gru(x)[0] for gru, x in ...]`` gives (single-layer, batch-first ``
 starting from zero states), and the same gradients, for less time on a CPU. ``nn.GRU`` on a CPU
 records a dozen small operations per column for autograd and replays them backwards; at the
 digit readers' sizes (32 strips, 64 units, about 60 columns, two directions) that bookkeeping,
-not arithmetic, is most of a reader's training step. Here one matrix product serves every GRU at
-a column (``baddbmm`` over the stack), and the backward pass is one loop over the columns that
-computes the derivatives directly: everything that does not depend on the incoming gradient is
-computed for all columns at once beforehand, and the weights' gradients with one product at the
-end. A reader's training step takes about a fifth less time. ``tests/test_stacked_gru.py``
-checks values and gradients against ``nn.GRU``.
+more than arithmetic, made the GRU the dearest part of a reader's training step. Here one
+matrix product serves every GRU at a column (``baddbmm`` over the stack), and the backward pass
+is one loop over the columns that computes the derivatives directly: everything that does not
+depend on the incoming gradient is computed for all columns at once beforehand, and the
+weights' gradients with one product at the end. A reader's training step takes about a fifth
+less time. ``tests/test_stacked_gru.py`` checks values and gradients against ``nn.GRU``.
 
 PyTorch's GRU, per column t, with input projections ``gi = x W_ih^T + b_ih`` and
 ``gh = h W_hh^T + b_hh`` split into reset, update and new parts::
@@ -64,7 +64,7 @@ class _Recurrence(torch.autograd.Function):
         gates = gi.new_empty(n, s, b, 2 * h)          # r and z of every column
         news = gi.new_empty(n, s, b, h)               # n
         gh_news = gi.new_empty(n, s, b, h)            # gh_n, which dr needs
-        w_t, bias = w_hh.transpose(1, 2), b_hh.unsqueeze(1)                   # (S, H, 3H), (S, 1, 3H)
+        w_t, bias = w_hh.transpose(1, 2), b_hh.unsqueeze(1)      # (S, H, 3H), (S, 1, 3H)
         state = gi.new_zeros(s, b, h)
         for t in range(n):
             gh = torch.baddbmm(bias, state, w_t)                               # (S, B, 3H)
@@ -81,7 +81,7 @@ class _Recurrence(torch.autograd.Function):
     def backward(ctx, grad):
         states, gates, news, gh_news, w_hh = ctx.saved_tensors
         n, s, b, h = states.shape
-        prev = torch.cat([states.new_zeros(1, s, b, h), states[:-1]])         # h before each column
+        prev = torch.cat([states.new_zeros(1, s, b, h), states[:-1]])     # h before each column
         r, z = gates[..., :h], gates[..., h:]
         # the factors that do not depend on the incoming gradient, for every column at once
         to_new = ((1 - z) * (1 - news * news)).contiguous()     # dh -> d(gi_n), through n
