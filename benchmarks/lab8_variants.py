@@ -2,18 +2,19 @@
 
     .venv/bin/python benchmarks/lab8_variants.py [--seed 0] [--count 100] [--jobs 2]
 
-Each variant changes one thing (two, in one of the last rows) relative to a Lab 8 reader
-(``LAB_READERS``) trained as the lab trains it (``LAB_TRAINING``) and reports its training time,
-its error on isolated test digits (each read as a strip of one digit, as in ``lab8_readers.md``),
-exact accuracy and CER averaged over lengths 1-8 (trained) and CER over 9-16 (never seen), and its
-worst CER over lengths 1-8 under the spacings of the target (gaps of 8, a lead of 25, no blank
-tail), every length on the covering test strips of ``lab8_readers.py`` (the same digits at every
-length). One seed each, so a difference smaller than the spread between the seeds of the lab's
-own readers (``lab8_readers.md`` has three; the table's header quotes their range) may be no more
-than a seed's luck. Later rows take back, one at a time, what the attention reader's recipe does
-for its digit recognition (image convolutions, the validation images, a leaky ReLU, batches of
-32), and try three more (a warm-up, longer training, averaged weights); the last three train with
-as many steps as fit the two-minute budget at the pace ``lab8_readers.md`` measured.
+Each variant changes one thing (two, in a few rows that also change the number of steps) relative
+to a Lab 8 reader (``LAB_READERS``) trained as the lab trains it (``LAB_TRAINING``) and reports its
+training time, its error on isolated test digits (each read as a strip of one digit, as in
+``lab8_readers.md``), exact accuracy and CER averaged over lengths 1-8 (trained) and CER over 9-16
+(never seen), and its worst CER over lengths 1-8 under the spacings of the target (gaps of 8, a
+lead of 25, no blank tail), every length on the covering test strips of ``lab8_readers.py`` (the
+same digits at every length). One seed each, so a difference smaller than the spread between the
+seeds of the lab's own readers (``lab8_readers.md`` has three; the table's header quotes their
+range) may be no more than a seed's luck. Later rows take back, one at a time, what the attention
+reader's recipe does for its digit recognition (image convolutions, the validation images, a leaky
+ReLU, batches of 32, the learning rate, short strips drawn more often), and try three more (a
+warm-up, longer training, averaged weights); the last three train with as many steps as fit the
+two-minute budget at the pace ``lab8_readers.md`` measured.
 ``--jobs`` variants run at once, each on one torch thread, so training times are comparable
 within the table, roughly (the machine's pace drifts). Writes ``results/lab8_variants.md`` after
 every row; its header quotes the floor and the seeds' spread of the committed
@@ -47,6 +48,7 @@ ATTENTION_STEPS = LAB_TRAINING["attention"].steps
 ATTENTION_BATCH = LAB_TRAINING["attention"].batch
 SPACED_DIGITS = "-".join(str(f(LAB_TRAINING["attention"].spaced_lengths)) for f in (min, max))
 READERS_JSON = HERE / "results" / "lab8_readers.json"
+OLD_LR = 3e-3      # the learning rate both readers trained with before (now 5e-3)
 
 
 def budget_steps(kind: str) -> int:
@@ -82,6 +84,7 @@ VARIANTS = {
     "fixed-context, plain ReLU in the embedding": ("fixed-context", {"embed_slope": 0.0}, {}),
     "fixed-context, a warm-up first (one-cycle schedule)":
         ("fixed-context", {}, {"schedule": "one-cycle"}),
+    f"fixed-context, learning rate {OLD_LR:g}": ("fixed-context", {}, {"lr": OLD_LR}),
     # what the attention reader's digit recognition owes to each choice of its recipe
     "attention, no image convolutions (column convolutions only)":
         ("attention", {"image_channels": 0}, {}),
@@ -89,6 +92,10 @@ VARIANTS = {
         ("attention", {}, {"split": "train"}),
     "attention, plain ReLU in the embedding": ("attention", {"embed_slope": 0.0}, {}),
     "attention, a warm-up first (one-cycle schedule)": ("attention", {}, {"schedule": "one-cycle"}),
+    f"attention, learning rate {OLD_LR:g}": ("attention", {}, {"lr": OLD_LR}),
+    "attention, lengths drawn uniformly": ("attention", {}, {"short_bias": False}),
+    f"attention, lengths drawn uniformly, {ATTENTION_STEPS * 4 // 5} steps":
+        ("attention", {}, {"short_bias": False, "steps": ATTENTION_STEPS * 4 // 5}),
     f"attention, batches of {2 * ATTENTION_BATCH} strips, {ATTENTION_STEPS * 2 // 3} steps "
     "(about the same time)": ("attention", {}, {"batch": 2 * ATTENTION_BATCH,
                                                 "steps": ATTENTION_STEPS * 2 // 3}),
