@@ -7,19 +7,21 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: book test browser-deps release grade hub hub-env hub-remove-demo wheel benchmark clean
+.PHONY: book test browser-deps release edition grade hub hub-env hub-remove-demo wheel benchmark clean
 
 book: $(STAMP)                       ## build the executed book into _build/html
-	$(PY) -m attention_course.book.build
+	$(PY) -m attention_course_instructor.book.build
 
 test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e . -e instructor
+	rm -rf $(VENV)/cffconvert
+	$(PY) -m pip install --quiet --no-deps --target $(VENV)/cffconvert -r instructor/requirements-citation.txt
 	rm -f $(VENV)/.installed-*; touch $@
 
 # Headless Chromium for the browser tests (Debian package; never a downloaded browser build),
@@ -35,17 +37,24 @@ browser-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq patchelf || { apt-get update -qq && apt-get install -y -qq patchelf; }; \
 	  else echo "patchelf is missing: run 'sudo apt-get install patchelf' (the course hub's user environment needs it)"; fi; }
 
-# Instructor commands (see README): regenerate the student release and the solutions of a lab.
+# Instructor commands (see README): regenerate the student release and the solutions of a lab
+# (the course version, attention_course/_version.py, is stamped into the lab's install cell).
 LAB ?= lab8
 release: $(STAMP)                    ## LAB=lab8 or LAB=lab12
 	$(VENV)/bin/jupytext --sync source/$(LAB)/$(LAB).md
 	$(VENV)/bin/nbgrader generate_assignment $(LAB) --force
 	$(VENV)/bin/nbgrader generate_solution $(LAB) --force
 
+# The student edition (CONTRIBUTING.md): the public repository's contents, written to $(EDITION)
+# (a clone of the student repository keeps its history and every wheel published before).
+EDITION ?= _build/edition
+edition: $(STAMP)
+	$(PY) -m attention_course_instructor.book.edition --out $(EDITION)
+
 # Hardened autograding of every submission of each lab (see book/instructors/grading.md).
 ASSIGNMENT ?= lab8 lab12
 grade: $(STAMP)
-	$(PY) -m attention_course.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
+	$(PY) -m attention_course_instructor.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
 
 # The course hub on this machine (see deploy/hub/README.md; run as root). For trying it out it makes
 # the demo accounts of deploy/hub/roster.json and prints one shared password; production: edit the
@@ -65,9 +74,11 @@ hub: hub-env
 hub-remove-demo:                     ## remove the accounts `make hub` created
 	$(PY) deploy/hub/course.py remove-users
 
-# The course package as a wheel (students install it where there is no repository: Colab, a laptop).
+# The two wheels into dist/: the student package (students install it where there is no
+# repository: Colab, a laptop) and the instructor package (the grader, the book's build).
 wheel: $(STAMP)
-	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(PY) -c 'from pathlib import Path; from attention_course_instructor.book.build import ROOT, build_wheel; \
+	  [print(build_wheel(p, Path("dist"))) for p in (ROOT, ROOT / "instructor")]'
 
 benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 60 min)
 	$(PY) benchmarks/lab8_readers.py
@@ -76,7 +87,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) benchmarks/lab8_notebook_timing.py
 	$(PY) benchmarks/lab12.py
 	$(PY) benchmarks/lab12_variants.py
-	$(PY) -m attention_course.book.build && $(PY) benchmarks/figure_toolkit_cost.py
+	$(PY) -m attention_course_instructor.book.build && $(PY) benchmarks/figure_toolkit_cost.py
 	$(PY) benchmarks/grading_throughput.py
 	$(PY) benchmarks/shared_machine.py
 	$(PY) benchmarks/dask_grading.py

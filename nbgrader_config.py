@@ -11,16 +11,17 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)   # so nbgrader can import the course's preprocessors
+# the instructor package (the course's preprocessors): installed by `make`, or beside this file
+sys.path.insert(0, os.path.join(HERE, "instructor"))
 
-from attention_course.grading.preprocessors import (  # noqa: E402
-    ExposeLabChecks, QuietOverwriteCells, StripSolutionMarkers,
+from attention_course_instructor.grading.preprocessors import (  # noqa: E402
+    ExposeLabChecks, QuietOverwriteCells, StampCourseVersion, StripSolutionMarkers,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, DeduplicateIds,
-    Execute, GetGrades, IgnorePattern, IncludeHeaderFooter, LimitOutput, LockCells, OverwriteKernelspec,
-    SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ClearSolutions,
+    ComputeChecksums, DeduplicateIds, Execute, GetGrades, IgnorePattern, IncludeHeaderFooter, InstantiateTests,
+    LimitOutput, LockCells, OverwriteKernelspec, SaveAutoGrades, SaveCells,
 )
 
 c = get_config()  # noqa: F821  (provided by nbgrader)
@@ -38,12 +39,20 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # Collecting from the exchange: a submission counts only for the account that wrote it (stock
 # nbgrader warns about a folder forged in another student's name, then collects it anyway)
-c.ExchangeFactory.collect = "attention_course.grading.exchange.OwnerCheckedCollect"
+c.ExchangeFactory.collect = "attention_course_instructor.grading.exchange.OwnerCheckedCollect"
+
+# The release: nbgrader's own steps, with the course version stamped into the install cell first
+# (before the checksums are taken)
+c.GenerateAssignment.preprocessors = [
+    StampCourseVersion, IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions, ClearOutput,
+    CheckCellMetadata, ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums,
+    CheckCellMetadata,
+]
 
 # Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
 # (CI executes the solution notebook in a test instead).
 c.GenerateSolution.preprocessors = [
-    IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
+    StampCourseVersion, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
     StripSolutionMarkers,
 ]
 

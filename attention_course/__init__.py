@@ -8,15 +8,16 @@
   the copy model, the captioner and the character decoder, the committed checkpoints;
 - :mod:`attention_course.notes` -- helpers of the Chapter 12 lecture notes: tokens, decoding
   strategies, model sizes, long sequences, images, cost;
-- :mod:`attention_course.book` -- book and figure tooling: the build, outcomes, plots, figures;
-- :mod:`attention_course.grading` -- grading: the checks framework, the nbgrader pipeline, the
-  hardened grader;
+- :mod:`attention_course.book` -- what the book's pages draw: plots, diagrams, interactive figures;
 - :mod:`attention_course.paths`, :mod:`attention_course.seeds`, :mod:`attention_course.devices`
   -- where things are, the one seed rule, where work runs.
 
-The package holds no answer to a graded task: the reference solutions and the checks of every
-lab stay with the instructor, in ``source/<lab>/``.
+This is the package students install (the student wheel). It holds no answer to a graded task:
+the reference solutions and the checks of every lab stay with the instructor, in ``source/<lab>/``,
+and the grader and the book's build tooling are the instructor package,
+``attention_course_instructor`` (``instructor/`` in the course's private repository), which is
+never in the student wheel. The course's version is set in one place, :mod:`attention_course._version`.
 """
 from attention_course.devices import pick_device  # noqa: F401  (labs: from attention_course import pick_device)
 
-__version__ = "0.2.0"
+from attention_course._version import __version__  # noqa: E402,F401

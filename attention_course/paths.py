@@ -1,8 +1,9 @@
-"""Where things are: the one definition of the package's and the repository's folders.
+"""Where things are in the student package: the one definition of its folders.
 
 ``PACKAGE`` is this package (installed or editable). ``REPO`` is the checkout it lives in when it
-is used from the repository (``make book``, the tests, the instructor's commands); a student who
-installed the wheel has no repository, and nothing a student runs looks there.
+is used from the repository (``make book``, the tests, the pages' own build); a student who
+installed the wheel has no repository, and nothing a student runs looks there. The instructor
+side's folders (``source/``, ``_build/``, the npm assets) are :mod:`attention_course_instructor.paths`.
 """
 from __future__ import annotations
 
@@ -12,7 +13,3 @@ PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 CHECKPOINTS = PACKAGE / "checkpoints"           # committed weights of the book's small models
 TEXTS = PACKAGE / "data" / "texts"              # the course's own prose (CC0)
-SOURCE = REPO / "source"                        # instructor notebooks and their checks
-BUILD = REPO / "_build"
-HTML = BUILD / "html"
-OFFLINE = REPO / "offline"                      # npm packages the built book serves itself

@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from test_dask_grading import Cluster, comparable  # noqa: E402
 
-from attention_course.grading import pipeline  # noqa: E402
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch  # noqa: E402
-from attention_course.grading.hardened.dask_workers import DaskWorkers, submission_files  # noqa: E402
+from attention_course_instructor.grading import pipeline  # noqa: E402
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch  # noqa: E402
+from attention_course_instructor.grading.hardened.dask_workers import DaskWorkers, submission_files  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "dask_grading.md"
 SUBMISSIONS = 40

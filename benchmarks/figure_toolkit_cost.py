@@ -14,7 +14,7 @@ import re
 import time
 from pathlib import Path
 
-from attention_course.book.build import HTML
+from attention_course_instructor.book.build import HTML
 from attention_course.book.figures import QKVExplorer, SoftmaxPeakFigure, softmax_peak_curves
 
 HERE = Path(__file__).resolve().parent

@@ -21,9 +21,9 @@ from pathlib import Path
 import nbformat
 import torch
 
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import GradingRun, grade_batch, nbgrader_meta
-from attention_course.grading.hardened.kernel import Limits
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import GradingRun, grade_batch, nbgrader_meta
+from attention_course_instructor.grading.hardened.kernel import Limits
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "grading_throughput.md"

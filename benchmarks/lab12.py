@@ -25,8 +25,8 @@ import nbformat
 import torch
 
 from attention_course.data.python_docs import PYTHON_VERSION, split_topics
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
 from attention_course.tasks.ngram_baselines import KneserNey, best_kneser_ney
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from attention_course.data.python_docs import PYTHON_VERSION, split_topics
-from attention_course.grading.checks import reference_namespace
+from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.seeds import generator
 from attention_course.tasks.fitting import fit
 

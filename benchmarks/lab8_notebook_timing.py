@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from attention_course.grading import pipeline
+from attention_course_instructor.grading import pipeline
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -10,7 +10,7 @@ import torch
 
 from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import decode_tokens
-from attention_course.grading.checks import reference_namespace
+from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.tasks.readers import eval_strips
 
 LAB8 = reference_namespace("lab8")

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from attention_course.grading import pipeline
+from attention_course_instructor.grading import pipeline
 
 REPO = pipeline.REPO
 
@@ -70,7 +70,7 @@ def require_tool(name: str) -> str:
 @pytest.fixture(scope="session")
 def built_book():
     """The book built once per session, exactly as `make book` builds it (strict, cached)."""
-    from attention_course.book.build import HTML, build_book
+    from attention_course_instructor.book.build import HTML, build_book
 
     index = build_book()
     assert index.exists()

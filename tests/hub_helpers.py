@@ -192,6 +192,8 @@ class Hub:
         env = ["env", "-i", f"HOME={home}", f"USER={name}", f"PATH={USER_ENV / 'bin'}:/usr/bin:/bin",
                f"COURSE_ID={COURSE_ID}", f"COURSE_EXCHANGE={self.exchange}",
                f"JUPYTER_CONFIG_PATH={USER_ENV / 'share' / 'attention-course' / 'roles' / self.role(name)}"]
+        if self.role(name) == "instructor":              # as jupyterhub_config.role_environment
+            env.append(f"PYTHONPATH={USER_ENV / 'instructor'}")
         return subprocess.run(["runuser", "-u", name, "--", *env, *cmd], cwd=cwd or home, check=check,
                               capture_output=True, text=True, timeout=timeout)
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from attention_course.book.build import ASSETS
+from attention_course_instructor.book.build import ASSETS
 
 pytestmark = pytest.mark.slow
 
@@ -52,17 +52,17 @@ def test_launch_and_download_buttons(built_book):
 
 
 def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
-    from attention_course.book import outcomes
+    from attention_course_instructor.book import outcomes
 
     outcomes.check()
     assert (outcomes.INDEX).read_text() == outcomes.render_index(), \
-        "book/concepts.md is stale: run `python -m attention_course.book.outcomes`"
+        "book/concepts.md is stale: run `python -m attention_course_instructor.book.outcomes`"
 
 
 def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
     import copy
 
-    from attention_course.book import outcomes
+    from attention_course_instructor.book import outcomes
 
     data = outcomes.load()
     broken = copy.deepcopy(data)
@@ -208,7 +208,7 @@ def test_a_failed_build_says_which_page_broke_and_why(tmp_path):
     import sys
     from pathlib import Path
 
-    from attention_course.book.build import BookBuildError, run_jupyter_book
+    from attention_course_instructor.book.build import BookBuildError, run_jupyter_book
 
     (tmp_path / "_config.yml").write_text("title: broken\nexecute:\n  execute_notebooks: force\n")
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: broken\n")

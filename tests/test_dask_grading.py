@@ -19,10 +19,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch, sandbox
-from attention_course.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
-from attention_course.grading.hardened.executors import BATCH_PREFIX
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
+from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
+from attention_course_instructor.grading.hardened.executors import BATCH_PREFIX
 from conftest import REPO
 from hub_helpers import free_ports
 from test_hardened_grading import variants
@@ -142,7 +142,7 @@ def test_the_cluster_grades_every_cell_as_the_local_pool_does(cluster, course, l
 
 def test_an_unreachable_scheduler_is_named_before_anything_is_written(course):
     address = f"tcp://127.0.0.1:{free_ports(1)}"
-    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "--course",
+    done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
                            str(course.root), "--scheduler", address], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
@@ -172,7 +172,7 @@ def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp
         folder = course.root / "submitted" / student / "lab8"
         folder.mkdir(parents=True)
         (folder / "lab8.ipynb").write_bytes(data)
-    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "--course",
+    done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
                            str(course.root), "--scheduler", cluster.address], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

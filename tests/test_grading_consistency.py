@@ -15,8 +15,8 @@ import threading
 import nbformat
 import pytest
 
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta, sandbox
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta, sandbox
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow

@@ -20,10 +20,10 @@ import pytest
 import torch
 from nbgrader.utils import compute_checksum
 
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import sandbox
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta
-from attention_course.grading.hardened.record import record_batch, write_autograded, write_gradebook
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import sandbox
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta
+from attention_course_instructor.grading.hardened.record import record_batch, write_autograded, write_gradebook
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -414,7 +414,7 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
     """The control (the solution) is graded first: when the environment cannot give it full marks
     -- here the lab's first cell needs a package the grading environment lacks -- the command
     exits non-zero naming the fault, and writes nothing for anyone."""
-    from attention_course.grading.hardened.cli import main
+    from attention_course_instructor.grading.hardened.cli import main
 
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable")
@@ -440,7 +440,7 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
     import threading
     import time
 
-    from attention_course.grading.hardened.executors import LocalWorkers
+    from attention_course_instructor.grading.hardened.executors import LocalWorkers
 
     course = graded["course"]
     students = {s: course.root / "submitted" / s / "lab8" / "lab8.ipynb" for s in ("t15_loop", "good")}
@@ -450,7 +450,7 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not killed:
             for proc in Path("/proc").glob("[0-9]*"):
-                if "attention_course.grading.hardened.worker" in _cmdline(proc):
+                if "attention_course_instructor.grading.hardened.worker" in _cmdline(proc):
                     os.kill(int(proc.name), 9)
                     killed.append(int(proc.name))
                     return
@@ -464,3 +464,76 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
     assert set(results) == set(students)
     assert results["good"].score == FULL
     assert results["t15_loop"].score == WITHOUT_TASK6 and results["t15_loop"].error == ""
+
+
+# ---- the instructor package stays out of the kernel's view -----------------------------------------
+
+def sandboxed_python(code: str, private: Path, env: dict | None = None):
+    import subprocess
+    import sys
+
+    from attention_course.paths import PACKAGE
+
+    private.mkdir(exist_ok=True)
+    sandbox.prepare_private(str(private))
+    command = sandbox.wrap([sys.executable, "-c", code], str(private), str(PACKAGE), 0)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+
+@pytest.mark.parametrize("installed", [False, True], ids=["editable", "installed-in-the-environment"])
+def test_a_grading_kernel_cannot_import_the_grader(installed, tmp_path, monkeypatch):
+    """Editable (the repository's instructor/ is not in the kernel's view) or installed into the
+    environment the kernel runs in (the hub's <env>/instructor): the grader's modules cannot be
+    imported in the sandbox, while the student package can."""
+    import subprocess
+    import sys
+
+    if not sandbox.available():
+        pytest.skip("user namespaces are unavailable")
+    env = {}
+    if installed:
+        from attention_course_instructor.book.build import build_wheel
+
+        target = Path(tempfile.mkdtemp(prefix="instructor-probe-", dir=sys.prefix))
+        try:
+            wheel = build_wheel(REPO / "instructor", tmp_path / "wheel")
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+                            str(target), str(wheel)], check=True)
+            for path in [target, *target.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+            monkeypatch.setattr(sandbox, "INSTRUCTOR_PACKAGE", str(target / "attention_course_instructor"))
+            env = {"PYTHONPATH": str(target)}
+            done = sandboxed_python(PROBE_IMPORTS, tmp_path / "private", env)
+            planted = sandbox.hidden_trees(sandbox.visible_trees(str(REPO / "attention_course")))
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+    else:
+        done = sandboxed_python(PROBE_IMPORTS, tmp_path / "private", env)
+    assert done.stdout.split() == ["student", "no-grader"], done.stdout + done.stderr
+    if installed:
+        assert planted == [os.path.realpath(target / "attention_course_instructor")]
+
+
+PROBE_IMPORTS = """
+import attention_course.core.readers
+print("student")
+try:
+    import attention_course_instructor.grading.checks
+    print("grader")
+except ImportError:
+    print("no-grader")
+"""
+
+
+def test_the_sandbox_hides_an_instructor_package_inside_what_the_kernel_sees(monkeypatch):
+    import sys
+
+    inside = os.path.join(sys.prefix, "instructor", "attention_course_instructor")
+    monkeypatch.setattr(sandbox, "INSTRUCTOR_PACKAGE", inside)
+    trees = sandbox.visible_trees(str(REPO / "attention_course"))
+    assert sandbox.hidden_trees(trees) == [os.path.realpath(inside)]
+    args = sandbox.bwrap_args("/tmp/private", str(REPO / "attention_course"), as_root=False)
+    assert args[args.index(os.path.realpath(inside)) - 1] == "--tmpfs"
+    monkeypatch.setattr(sandbox, "INSTRUCTOR_PACKAGE", str(REPO / "instructor" / "attention_course_instructor"))
+    assert sandbox.hidden_trees(trees) == []            # editable: not in view, nothing to hide

@@ -14,8 +14,8 @@ import sys
 import nbformat
 import pytest
 
-from attention_course.grading import pipeline
-from attention_course.grading.hardened import nbgrader_meta, sandbox
+from attention_course_instructor.grading import pipeline
+from attention_course_instructor.grading.hardened import nbgrader_meta, sandbox
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -89,7 +89,7 @@ def graded(tmp_path_factory):
         folder.mkdir(parents=True)
         source = root / ("solutions" if student == "good" else "labs") / "lab8" / "lab8.ipynb"
         (folder / "lab8.ipynb").write_bytes(source.read_bytes())
-    done = subprocess.run([sys.executable, "-m", "attention_course.grading.hardened", "lab8", "lab12",
+    done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "lab12",
                            "--course", str(root), "--jobs", "2", "--seed", "11", "--cell-timeout", "20",
                            "--run-timeout", "240"], capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]

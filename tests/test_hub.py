@@ -82,7 +82,7 @@ def graded(course):
 
     collected = hub.formgrader(inst, "POST", "assignment/lab8/collect").json()
     course_dir = Path(os.path.expanduser(f"~{inst}")) / COURSE_ID
-    grading = hub.as_user(inst, "python", "-m", "attention_course.grading.hardened", "lab8",
+    grading = hub.as_user(inst, "python", "-m", "attention_course_instructor.grading.hardened", "lab8",
                           "--course", str(course_dir), "--jobs", "2")
     assert grading.returncode == 0, grading.stderr[-3000:]
 
@@ -161,6 +161,19 @@ def test_instructor_has_formgrader_and_students_do_not(course, graded):
         assert r.status_code == 404
         r = course.api(student, "GET", f"/user/{student}/formgrader/api/assignments")
         assert r.status_code == 404
+
+
+def test_only_instructors_have_the_instructor_package(course, graded):
+    """The hub's environment holds the student package for everyone; the grader (the instructor
+    package) is on instructors' path only, and the student package there holds no grading."""
+    n = course.names
+    probe = ("import importlib.util as u; print(u.find_spec('attention_course_instructor') is not None, "
+             "u.find_spec('attention_course.grading') is not None)")
+    instructor = course.as_user(n["instructor"], "python", "-c", probe)
+    assert instructor.stdout.split() == ["True", "False"], instructor.stderr
+    for student in (n["good"], n["blank"]):
+        seen = course.as_user(student, "python", "-c", probe)
+        assert seen.stdout.split() == ["False", "False"], seen.stderr
 
 
 def test_a_student_cannot_open_another_users_server(course, graded):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attention_course.data.python_docs import load_topics, split_topics
-from attention_course.grading.checks import reference_namespace
+from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.tasks.fitting import fit
 from attention_course.tasks.ngram_baselines import UNSEEN_FLOOR, KneserNey
 

@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from attention_course.grading.preprocessors import released_source
+from attention_course_instructor.grading.preprocessors import released_source
 from conftest import REPO, load_nb
 
 LONG_RUNNING = {"task5_train", "task5_compare", "task6_maps", "data_show"}

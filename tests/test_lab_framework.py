@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import attention_course
-from attention_course.grading import checks as framework
-from attention_course.grading.hardened.assemble import import_notes
+from attention_course_instructor.grading import checks as framework
+from attention_course_instructor.grading.hardened.assemble import import_notes
 from conftest import REPO, load_nb
 
 LABS = {"lab8": REPO / "source" / "lab8", "lab12": REPO / "source" / "lab12",
@@ -30,8 +30,8 @@ GRADED = {"lab8": {"additive_scores", "masked_attention_weights", "greedy_decode
           "lab12": {"learn_bpe", "bpe_encode", "attention_weights", "scaled_dot_product", "kv_step",
                     "generate_tokens", "head_ablation", "bits_per_character"}}
 # imported for the search, but never called: they mount, build or write when called
-NEVER_CALLED = ("attention_course.grading.hardened.sandbox", "attention_course.book.build",
-                "attention_course.grading.hardened.cli", "attention_course.grading.hardened.dask_workers")
+NEVER_CALLED = ("attention_course_instructor.grading.hardened.sandbox", "attention_course_instructor.book.build",
+                "attention_course_instructor.grading.hardened.cli", "attention_course_instructor.grading.hardened.dask_workers")
 
 
 def graded_code_cells(nb):
@@ -60,7 +60,7 @@ def test_every_graded_cell_has_one_check_and_a_one_line_hidden_block(lab_name):
     for c in cells:
         gid = c.metadata["nbgrader"]["grade_id"]
         hidden = c.source.split("### BEGIN HIDDEN TESTS\n")[1].split("### END HIDDEN TESTS")[0]
-        assert hidden == ("from attention_course.grading.checks import run_hidden_check\n"
+        assert hidden == ("from attention_course_instructor.grading.checks import run_hidden_check\n"
                           f'run_hidden_check("{lab_name}", "{gid}", globals())\n'), gid
 
 
@@ -70,7 +70,7 @@ def test_the_kernel_side_holds_inputs_and_probes_only(lab_name):
     source = framework.kernel_source(lab)
     compile(source, "kernel side", "exec")
     assert "compare" not in source and "ref." not in source and "expect" not in source
-    assert "attention_course.grading" not in source
+    assert "attention_course_instructor.grading" not in source
     namespace = {}
     exec(source, namespace)
     assert sorted(namespace["_COURSE_CHECKS"]) == sorted(lab.checks)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import jupytext
 import pytest
 
-from attention_course.grading import pipeline
+from attention_course_instructor.grading import pipeline
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow

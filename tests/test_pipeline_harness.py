@@ -6,7 +6,7 @@ import shutil
 import nbformat
 import pytest
 
-from attention_course.grading import pipeline
+from attention_course_instructor.grading import pipeline
 from conftest import REPO, load_nb
 
 FIXTURE = REPO / "tests" / "fixtures" / "course"

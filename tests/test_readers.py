@@ -21,7 +21,7 @@ from attention_course.core.readers import ReaderConfig, build_reader
 from attention_course.core.seq2seq import decode_greedily
 from attention_course.data import EOS, PAD, make_strips
 from attention_course.devices import available_cpus
-from attention_course.grading.checks import reference_namespace
+from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, TrainConfig,
                                             batch_plan, curriculum_length, format_results,
                                             load_reader, reader_logits, save_reader,

@@ -18,6 +18,8 @@ Instructors (group ``formgrade-<course>``) get formgrader and create-assignment;
 the Jupyter config folder it starts with (``roles/instructor`` or ``roles/student``, installed
 into the user environment by ``user_env.py``); the exchange
 root and the course id reach both through the environment, so nobody passes them by hand.
+Instructors' servers also find the instructor package (``<env>/instructor``, the grader); students'
+servers do not have it on their path.
 """
 import json
 import os
@@ -97,8 +99,16 @@ def choose_role_config(spawner) -> None:
     """An instructor's server loads formgrader; a student's does not (roles/<role>/)."""
     roles = USER_ENV / "share" / "attention-course" / "roles"     # deploy/hub/roles, installed
     # a new dict: the configured one may be shared by every spawner, and spawns run concurrently
-    spawner.environment = {**spawner.environment,
-                           "JUPYTER_CONFIG_PATH": str(roles / role_of(spawner))}
+    role = role_of(spawner)
+    spawner.environment = {**spawner.environment, **role_environment(role),
+                           "JUPYTER_CONFIG_PATH": str(roles / role)}
+
+
+def role_environment(role: str) -> dict:
+    """What a role's server adds to its environment: instructors import the instructor package
+    (the grader, the course's nbgrader preprocessors), installed apart from the student package
+    by ``user_env.py``; a student's server has only the student package."""
+    return {"PYTHONPATH": str(USER_ENV / "instructor")} if role == "instructor" else {}
 
 
 c.Spawner.pre_spawn_hook = choose_role_config

@@ -2,8 +2,10 @@
 
     python deploy/hub/user_env.py [--prefix /opt/attention-course]
 
-It holds the pinned requirements and the course package installed from its wheel, not from the
-repository: what a student's server imports is what the wheel ships. The interpreter must be one that
+It holds the pinned requirements and the student package installed from its wheel, not from the
+repository: what a student's server imports is what the wheel ships. The instructor package (the
+grader) is installed from its own wheel beside it, into ``<env>/instructor``, which only
+instructors' servers have on their path (``PYTHONPATH``, set by the hub for the instructor role). The interpreter must be one that
 every user can run; when the build's own Python lives somewhere users cannot read (pyenv under
 /root), its standard library is copied to ``<prefix>/python`` and made relocatable with patchelf.
 Running it again only reinstalls when requirements.txt or the package changed.
@@ -19,6 +21,7 @@ import sysconfig
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+INSTRUCTOR_DIR = "instructor"        # <env>/instructor: the instructor package (jupyterhub_config.py)
 
 
 def runnable_by_everyone(path: Path) -> bool:
@@ -55,21 +58,22 @@ def shared_python(prefix: Path) -> Path:
     return target
 
 
-def build_wheel(out: Path) -> Path:
+def build_wheels(out: Path) -> tuple[Path, Path]:
+    """The student and the instructor wheel, built afresh into ``out``."""
+    from attention_course_instructor.book.build import build_wheel
+
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("attention_course-*.whl"):
+    for old in out.glob("attention_course*.whl"):
         old.unlink()
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "-w", str(out), str(REPO)], check=True)
-    return next(out.glob("attention_course-*.whl"))
+    return build_wheel(REPO, out), build_wheel(REPO / "instructor", out)
 
 
 def content_digest() -> str:
     """Changes when the pins or the package's files do (a wheel's own bytes change every build)."""
     h = hashlib.sha1()
-    files = [REPO / "requirements.txt", REPO / "pyproject.toml"]
-    files += sorted(p for p in (REPO / "attention_course").rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts)
+    files = [REPO / "requirements.txt", REPO / "pyproject.toml", REPO / "instructor" / "pyproject.toml"]
+    for package in (REPO / "attention_course", REPO / "instructor" / "attention_course_instructor"):
+        files += sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     for path in files:
         h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:12]
@@ -91,7 +95,7 @@ def main(argv=None) -> int:
     prefix.mkdir(parents=True, exist_ok=True)
     prefix.chmod(0o755)
     env = prefix / "env"
-    wheel = build_wheel(prefix / "wheels")
+    wheel, instructor_wheel = build_wheels(prefix / "wheels")
     digest = content_digest()
     stamp = env / f".installed-{digest}"
     install_roles(env)
@@ -104,10 +108,15 @@ def main(argv=None) -> int:
     subprocess.run(pip + ["--upgrade", "pip"], check=True)
     subprocess.run(pip + ["-r", str(REPO / "requirements.txt")], check=True)
     subprocess.run(pip + ["--no-deps", "--force-reinstall", str(wheel)], check=True)
+    instructor = env / INSTRUCTOR_DIR                 # on instructors' PYTHONPATH only
+    shutil.rmtree(instructor, ignore_errors=True)
+    subprocess.run(pip + ["--no-deps", "--target", str(instructor), str(instructor_wheel)], check=True)
+    for path in [instructor, *instructor.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     for old in env.glob(".installed-*"):
         old.unlink()
     stamp.touch()
-    print(f"built {env} (course package from {wheel.name})")
+    print(f"built {env} (course package from {wheel.name}, {instructor_wheel.name} in {instructor})")
     return 0
 
 

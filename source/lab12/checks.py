@@ -1,4 +1,4 @@
-"""Lab 12's autograded checks, written once (see :mod:`attention_course.grading.checks`).
+"""Lab 12's autograded checks, written once (see :mod:`attention_course_instructor.grading.checks`).
 
 Every graded cell of ``lab12.ipynb`` has one check below. Sizes are distinct on purpose (B = 3,
 N = 6 queries, N_k = 7 keys, d = 12, h = 3, d/h = 4, V = 13, L = 2), models get their weights from
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_course.grading.checks import Lab, shared
+from attention_course_instructor.grading.checks import Lab, shared
 from attention_course.seeds import derive, generator
 
 lab = Lab("lab12", run_cells=("setup",), shortcuts={

@@ -1,4 +1,4 @@
-"""Lab 8's autograded checks, written once (see :mod:`attention_course.grading.checks`).
+"""Lab 8's autograded checks, written once (see :mod:`attention_course_instructor.grading.checks`).
 
 Every graded cell of ``lab8.ipynb`` has one check below: how its inputs are made from the grading
 seed, what of the student's is called, and how the result is compared with the reference (the
@@ -14,7 +14,7 @@ from rapidfuzz.distance import Levenshtein
 
 from attention_course.core.readers import build_reader
 from attention_course.data import EOS, SOS, make_strips
-from attention_course.grading.checks import Lab, shared
+from attention_course_instructor.grading.checks import Lab, shared
 from attention_course.seeds import derive, generator
 
 lab = Lab("lab8", run_cells=("setup", "reader_step"), shortcuts={

@@ -22,7 +22,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from attention_course import paths
-from attention_course.grading.hardened import sandbox
+from attention_course_instructor.grading.hardened import sandbox
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,25 @@
 """Build the executed book into ``_build/html`` with every browser asset served locally.
 
-``python -m attention_course.book.build`` is what ``make book`` runs. Steps:
+``python -m attention_course_instructor.book.build`` is what ``make book`` runs (the instructors'
+book, every part of ``_toc.yml``); :mod:`~attention_course_instructor.book.edition` builds the
+student edition's with the same function. Steps:
 
 1. install the pinned npm packages listed in ``offline/package.json`` (``npm ci``, first use only);
 2. copy the few files the pages need (MathJax, RequireJS, the ipywidgets HTML manager, and the
    course's ``widget-shims.js`` that connects them at any page depth) into
    ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
 3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
-4. build the course package's wheel into ``_build/offline_assets/wheels/`` (served for download);
-5. run ``jupyter-book build`` with warnings as errors and execution caching.
+4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
+5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
+   ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository;
+6. run ``jupyter-book build`` with warnings as errors and execution caching.
 
 Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import re
 import shutil
 import subprocess
@@ -22,8 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from attention_course import paths
-from attention_course.book.outcomes import write_index
+import yaml
+
+from attention_course_instructor import paths
+from attention_course_instructor.book.outcomes import write_index
 
 ROOT = paths.REPO
 NPM_DIR = paths.OFFLINE
@@ -31,6 +38,8 @@ NODE_MODULES = NPM_DIR / "node_modules"
 ASSETS = paths.BUILD / "offline_assets" / "vendor"
 WHEELS = paths.BUILD / "offline_assets" / "wheels"     # served as _static/wheels/
 HTML = paths.HTML
+SETTINGS = ROOT / "edition.yml"                         # student_repository, staff_parts
+CACHE = paths.BUILD / ".jupyter_cache"                  # every build of the book shares it
 
 # (source under node_modules, destination under ASSETS, glob of files to keep)
 _MATHJAX = "mathjax/es5"
@@ -149,29 +158,83 @@ def copy_assets() -> Path:
     return ASSETS
 
 
+def build_wheel(project: Path, out: Path) -> Path:
+    """The wheel of ``project`` (the student package: the repository root; the instructor package:
+    ``instructor/``) in ``out``. setuptools keeps ``build/`` between builds and would carry a module
+    that has since moved out into the next wheel, so that folder is removed first."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(project / "build", ignore_errors=True)
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "-w", str(out), str(project)])
+    shutil.rmtree(project / "build", ignore_errors=True)
+    return max(out.glob("*.whl"), key=lambda wheel: wheel.stat().st_mtime)     # just written
+
+
 def build_course_wheel() -> Path:
-    """The course package as a wheel, served at ``_static/wheels/`` beside the lab notebooks: the
+    """The student package as a wheel, served at ``_static/wheels/`` beside the lab notebooks: the
     labs' first cell installs it where the package is missing (Colab, a laptop)."""
     WHEELS.mkdir(parents=True, exist_ok=True)
     for old in WHEELS.glob("*.whl"):
         old.unlink()
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(WHEELS), str(ROOT)])
-    return next(WHEELS.glob("attention_course-*.whl"))
+    return build_wheel(ROOT, WHEELS)
 
 
-def build_book(strict: bool = True) -> Path:
-    """Build the book into ``_build/html`` and return the path of its front page."""
+def settings() -> dict:
+    """``edition.yml``: the public student repository and the staff-only parts of the book."""
+    return yaml.safe_load(SETTINGS.read_text()) or {}
+
+
+def book_config(repository: str, base: Path = ROOT / "_config.yml") -> dict:
+    """The book's ``_config.yml`` with its launch buttons pointing at ``repository`` (the public
+    student repository): the repository button, Binder and Colab. With ``repository`` empty, none
+    of the three appears. The execution cache is the one every build of the book shares."""
+    config = copy.deepcopy(yaml.safe_load(base.read_text()))
+    html, launch = config.setdefault("html", {}), config.setdefault("launch_buttons", {})
+    config.setdefault("execute", {})["cache"] = str(CACHE)
+    if repository:
+        config["repository"] = {"url": repository, "path_to_book": "", "branch": "main"}
+        html["use_repository_button"] = True
+    else:
+        config.pop("repository", None)
+        html["use_repository_button"] = False
+        launch["binderhub_url"] = launch["colab_url"] = ""
+    return config
+
+
+def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = ()) -> dict:
+    """``_toc.yml`` without the parts whose caption is in ``staff`` (the student edition's book)."""
+    toc = copy.deepcopy(yaml.safe_load(base.read_text()))
+    toc["parts"] = [part for part in toc["parts"] if part.get("caption") not in staff]
+    return toc
+
+
+def build_book(strict: bool = True, output: Path = ROOT, repository: str | None = None,
+               toc: dict | None = None) -> Path:
+    """Build the book into ``<output>/_build/html`` and return the path of its front page.
+
+    ``repository`` is where its launch buttons point (default: ``edition.yml``'s
+    ``student_repository``); ``toc`` replaces ``_toc.yml`` (the student edition leaves out the
+    staff's part)."""
     write_index()                 # checks book/outcomes.yml against the pages, then the index page
     install_npm_assets()
     copy_assets()
     build_course_wheel()
+    if repository is None:
+        repository = settings().get("student_repository", "")
+    generated = output / "_build" / "book-config"
+    generated.mkdir(parents=True, exist_ok=True)
+    config = generated / "_config.yml"
+    config.write_text(yaml.safe_dump(book_config(repository), sort_keys=False))
     jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb), "build", str(ROOT), "--path-output", str(ROOT)]
+    cmd = [str(jb), "build", str(ROOT), "--path-output", str(output), "--config", str(config)]
+    if toc is not None:
+        (generated / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+        cmd += ["--toc", str(generated / "_toc.yml")]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    run_jupyter_book(cmd)
-    return HTML / "index.html"
+    html = output / "_build" / "html"
+    run_jupyter_book(cmd, html=html)
+    return html / "index.html"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course import paths
+from attention_course_instructor import paths
 
 REPO = paths.REPO
 CONFIG = REPO / "nbgrader_config.py"

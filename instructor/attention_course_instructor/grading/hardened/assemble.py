@@ -12,9 +12,9 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course.grading.checks import Lab
-from attention_course.grading.hardened.probes import prelude, probe_cell
-from attention_course.grading.pipeline import HIDDEN_BEGIN, HIDDEN_END
+from attention_course_instructor.grading.checks import Lab
+from attention_course_instructor.grading.hardened.probes import prelude, probe_cell
+from attention_course_instructor.grading.pipeline import HIDDEN_BEGIN, HIDDEN_END
 
 
 class SubmissionError(Exception):

@@ -1,7 +1,7 @@
 """Where submissions are graded: worker processes of this machine, replaced when they die.
 
 :class:`LocalWorkers` keeps ``jobs`` worker processes (``python -m
-attention_course.grading.hardened.worker``), each grading one submission at a time and answering
+attention_course_instructor.grading.hardened.worker``), each grading one submission at a time and answering
 with its result as one JSON line. A worker that dies in the middle of a submission (the machine's
 memory killer, a crash of the grading stack) is replaced, and the submission is graded again once;
 if it dies twice the submission gets a zero with the reason, and every other submission is graded
@@ -22,8 +22,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from attention_course.grading.hardened.kernel import Limits
-from attention_course.grading.hardened.score import CellGrade, SubmissionGrade
+from attention_course_instructor.grading.hardened.kernel import Limits
+from attention_course_instructor.grading.hardened.score import CellGrade, SubmissionGrade
 
 BATCH_PREFIX = "course-grading-batch-"
 ATTEMPTS = 2
@@ -35,7 +35,7 @@ def run_to_dict(run) -> dict:
 
 
 def run_from_dict(data: dict):
-    from attention_course.grading.hardened import GradingRun
+    from attention_course_instructor.grading.hardened import GradingRun
 
     return GradingRun(Path(data["root"]), data["assignment"], data["seed"], Limits(**data["limits"]),
                       data["tamper"], data["use_sandbox"])
@@ -128,7 +128,7 @@ class _Worker:
 
     def __init__(self, batch: str):
         env = {**os.environ, "TMPDIR": batch}
-        self.process = subprocess.Popen([sys.executable, "-m", "attention_course.grading.hardened.worker"],
+        self.process = subprocess.Popen([sys.executable, "-m", "attention_course_instructor.grading.hardened.worker"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, env=env)
 

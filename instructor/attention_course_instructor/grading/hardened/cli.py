@@ -1,4 +1,4 @@
-"""The hardened grader's command line: ``python -m attention_course.grading.hardened`` (``make grade``)."""
+"""The hardened grader's command line: ``python -m attention_course_instructor.grading.hardened`` (``make grade``)."""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from attention_course.grading.hardened import GradingRun, Limits, grade_batch, sandbox
-from attention_course.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
-from attention_course.grading.hardened.record import record_batch
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
+from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
+from attention_course_instructor.grading.hardened.record import record_batch
 
 
 def main(argv=None) -> int:

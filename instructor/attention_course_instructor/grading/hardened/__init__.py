@@ -17,7 +17,7 @@ The stages, one module each (see the instructor guide in the book for the threat
 Where submissions are graded: :mod:`~.executors` (worker processes of this machine) or
 :mod:`~.dask_workers` (tasks of a Dask cluster, ``--scheduler``); :mod:`~.cli` is the command.
 
-    python -m attention_course.grading.hardened lab8 --jobs 2          # or: make grade
+    python -m attention_course_instructor.grading.hardened lab8 --jobs 2          # or: make grade
 """
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course.grading.checks import Lab, load_lab
-from attention_course.grading.hardened.assemble import (SubmissionError, assemble, import_notes,
+from attention_course_instructor.grading.checks import Lab, load_lab
+from attention_course_instructor.grading.hardened.assemble import (SubmissionError, assemble, import_notes,
                                                         nbgrader_meta, read_submission)
-from attention_course.grading.hardened.kernel import CellRunner, Limits
-from attention_course.grading.hardened.score import (CellGrade, SubmissionGrade, error_words,
+from attention_course_instructor.grading.hardened.kernel import CellRunner, Limits
+from attention_course_instructor.grading.hardened.score import (CellGrade, SubmissionGrade, error_words,
                                                      score_cells, zero_cells)
 
 __all__ = ["GradingRun", "Limits", "CellGrade", "SubmissionGrade", "grade_submission", "grade_batch",
@@ -113,7 +113,7 @@ def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None
                 executor=None) -> list[SubmissionGrade]:
     """Grade every submission on ``jobs`` local worker processes, or on ``executor`` (a
     :class:`~.dask_workers.DaskWorkers`); one failure never stops the others."""
-    from attention_course.grading.hardened.executors import LocalWorkers
+    from attention_course_instructor.grading.hardened.executors import LocalWorkers
 
     students = students if students is not None else find_submissions(run)
     return (executor or LocalWorkers(jobs)).grade(run, students)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from attention_course import paths
+from attention_course_instructor import paths
 
 REPO = paths.REPO
 DATA = REPO / "book" / "outcomes.yml"
@@ -94,7 +94,7 @@ def render_index(data: dict | None = None) -> str:
     """The MyST text of ``book/concepts.md``."""
     data = data if data is not None else load()
     lines = ["# Concept and outcome index", "",
-             "<!-- generated from book/outcomes.yml by attention_course.book.outcomes; do not edit -->", "",
+             "<!-- generated from book/outcomes.yml by attention_course_instructor.book.outcomes; do not edit -->", "",
              "Every concept links to the section that introduces it; every outcome to where it is",
              "taught and to the exercises and lab tasks that assess it.", "", "## Concepts", "",
              "```{glossary}"]

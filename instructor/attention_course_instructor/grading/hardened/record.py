@@ -26,8 +26,8 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course.grading.hardened.assemble import _index, nbgrader_meta, read_submission
-from attention_course.grading.hardened.score import SubmissionGrade
+from attention_course_instructor.grading.hardened.assemble import _index, nbgrader_meta, read_submission
+from attention_course_instructor.grading.hardened.score import SubmissionGrade
 
 
 def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
@@ -199,7 +199,7 @@ def run_timestamp(run, submitted_dir: Path):
 def write_feedback(run) -> None:
     """HTML feedback for every autograded submission, by nbgrader's own ``generate_feedback``
     (hidden tests cleared), where ``nbgrader release_feedback`` finds it."""
-    from attention_course.grading.pipeline import TempCourse
+    from attention_course_instructor.grading.pipeline import TempCourse
 
     TempCourse(run.root).nbgrader("generate_feedback", run.assignment, "--force")
 

@@ -5,8 +5,9 @@ Every grading kernel runs under ``bwrap`` (bubblewrap, the sandbox Flatpak is bu
 - **its own PID, IPC, UTS and network namespaces** and a new session: it cannot see, signal or
   trace the grader or any process but its own, and has no network (only its own loopback);
 - **a root filesystem holding only what it needs**, read-only: the system's ``/usr``, the Python
-  installation and environment that run it, and the course package with its grading tooling
-  hidden; a private folder (the only writable place: its connection file, sockets and home),
+  installation and environment that run it, and the student package; the instructor package
+  (this grader) is hidden wherever it is installed; a private folder (the only writable place:
+  its connection file, sockets and home),
   and empty ``/tmp`` and ``/dev``. Nothing else of the machine exists in its view;
 - **a real unprivileged user**: when the grader is root the kernel runs as ``nobody`` (uid 65534,
   real credentials in the machine's own user namespace, not root behind a uid map), with no
@@ -47,6 +48,19 @@ def visible_trees(package: str) -> list[str]:
     return sorted(t for t in trees if os.path.isdir(t) and not t.startswith("/usr/"))
 
 
+# the instructor package (grading, book build): .../attention_course_instructor
+INSTRUCTOR_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def hidden_trees(trees: list[str]) -> list[str]:
+    """The instructor package, where it lies inside a tree the kernel sees (installed into the
+    environment rather than used from the repository): mounted over with an empty folder."""
+    hidden = os.path.realpath(INSTRUCTOR_PACKAGE)
+    inside = any(hidden == os.path.realpath(t) or hidden.startswith(os.path.realpath(t) + "/")
+                 for t in trees)
+    return [hidden] if inside else []
+
+
 def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
     """The bubblewrap command line (up to its ``--``) for a kernel whose private folder is
     ``private`` and whose course package is ``package``."""
@@ -81,9 +95,8 @@ def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
         if tree.startswith("/tmp/"):
             place(tree, "--ro-bind")
     place(private, "--bind")
-    grading = os.path.join(package, "grading")
-    if os.path.isdir(grading):
-        args += ["--tmpfs", grading]                  # the grader's own tooling stays out of view
+    for hidden in hidden_trees(trees):                # the grader's own tooling stays out of view
+        args += ["--tmpfs", hidden]
     args += ["--chdir", private]
     if as_root:                                        # bwrap keeps just what setpriv needs
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -126,8 +139,9 @@ def missing_requirements() -> str:
     private = tempfile.mkdtemp(prefix="course-sandbox-check-")
     try:
         prepare_private(private)
-        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        probe = wrap([sys.executable, "-c", "import os; print(os.getuid())"], private, package, 0)
+        from attention_course.paths import PACKAGE
+
+        probe = wrap([sys.executable, "-c", "import os; print(os.getuid())"], private, str(PACKAGE), 0)
         done = subprocess.run(probe, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"the sandbox could not start ({type(exc).__name__})"

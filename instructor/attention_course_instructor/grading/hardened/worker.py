@@ -1,7 +1,7 @@
 """A grading worker: reads jobs as JSON lines on stdin, answers each with one JSON line.
 
-Started by :class:`~attention_course.grading.hardened.executors.LocalWorkers`; it grades with
-:func:`~attention_course.grading.hardened.grade_submission`. Anything else printed on the way
+Started by :class:`~attention_course_instructor.grading.hardened.executors.LocalWorkers`; it grades with
+:func:`~attention_course_instructor.grading.hardened.grade_submission`. Anything else printed on the way
 goes to stderr, so that the answer channel carries results only.
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 def main() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr                       # stray prints must not corrupt the answers
-    from attention_course.grading.hardened import grade_submission
-    from attention_course.grading.hardened.executors import run_from_dict
+    from attention_course_instructor.grading.hardened import grade_submission
+    from attention_course_instructor.grading.hardened.executors import run_from_dict
 
     for line in sys.stdin:
         job = json.loads(line)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attention_course.grading.checks import QUOTABLE_ERRORS, Lab
-from attention_course.grading.hardened.assemble import nbgrader_meta
-from attention_course.grading.hardened.probes import probe_record
+from attention_course_instructor.grading.checks import QUOTABLE_ERRORS, Lab
+from attention_course_instructor.grading.hardened.assemble import nbgrader_meta
+from attention_course_instructor.grading.hardened.probes import probe_record
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from attention_course.grading.checks import RUNTIME, Lab, kernel_source
+from attention_course_instructor.grading.checks import RUNTIME, Lab, kernel_source
 
 MIME = "application/x-course-probe+json"
 

@@ -28,7 +28,7 @@ How each grader runs a check:
 - **nbgrader**: the hidden-test block of the cell is one call, ``run_hidden_check("lab8",
   "task1_scores_test", globals())``; it runs the three parts in the student's kernel and raises an
   ``AssertionError`` listing every failure.
-- **hardened** (:mod:`attention_course.grading.hardened`): only ``inputs`` and ``probe`` travel
+- **hardened** (:mod:`attention_course_instructor.grading.hardened`): only ``inputs`` and ``probe`` travel
   into the sandboxed kernel, as source (:func:`kernel_source`); the probe's results come back as
   plain data and ``compare`` runs in the grader's own process.
 
@@ -486,7 +486,7 @@ def reference(lab: Lab) -> Reference:
 
 def reference_namespace(lab_name: str, source: Path | None = None) -> Reference:
     """The reference solution of a lab of this repository (benchmarks and tests use it)."""
-    from attention_course import paths
+    from attention_course_instructor import paths
 
     return reference(load_lab((source or paths.SOURCE) / lab_name))
 
@@ -520,7 +520,7 @@ def kernel_source(lab: Lab) -> str:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names]
             origin = node.module if isinstance(node, ast.ImportFrom) else names[0]
-            if origin and not origin.startswith("attention_course.grading") and origin != "__future__":
+            if origin and not origin.startswith("attention_course_instructor.grading") and origin != "__future__":
                 parts.append(ast.unparse(node))
         elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets):
             try:

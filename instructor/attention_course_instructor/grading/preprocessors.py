@@ -9,6 +9,22 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, Overw
 from traitlets import Unicode
 
 _MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
+# the lab's install cell names the student wheel it installs where the package is missing
+_COURSE_WHEEL = re.compile(r'(COURSE_WHEEL = "attention_course-)[^"-]+(-py3-none-any\.whl")')
+
+
+class StampCourseVersion(NbGraderPreprocessor):
+    """Name this course version's wheel in the lab's install cell (``COURSE_WHEEL = ...``), so a
+    notebook released at one version keeps installing that version: the student edition serves
+    every released wheel. Runs first in ``generate_assignment`` and ``generate_solution``, before
+    nbgrader records the cells' checksums."""
+
+    def preprocess_cell(self, cell, resources, index):
+        from attention_course import __version__
+
+        if cell.cell_type == "code" and "COURSE_WHEEL" in cell.source:
+            cell.source = _COURSE_WHEEL.sub(rf"\g<1>{__version__}\g<2>", cell.source)
+        return cell, resources
 
 
 class StripSolutionMarkers(NbGraderPreprocessor):
@@ -37,7 +53,7 @@ class ExposeLabChecks(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         import os
 
-        from attention_course.grading.checks import CHECKS_DIR_VARIABLE
+        from attention_course_instructor.grading.checks import CHECKS_DIR_VARIABLE
 
         coursedir = self.parent.parent.coursedir       # preprocessor -> exporter -> converter
         assignment = resources["nbgrader"]["assignment"]

@@ -1,0 +1,1 @@
+../../attention_course/_version.py

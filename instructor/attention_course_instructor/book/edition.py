@@ -1,0 +1,203 @@
+"""The student edition: ``make edition`` writes ``_build/edition/``, ready to be pushed as the
+public student repository and served as the public site (GitHub Pages from its ``docs/``).
+
+The course lives in two repositories. This one is private to the course staff: ``source/`` (the
+labs with their solutions and checks), ``solutions/``, the tests, the benchmarks and the instructor
+package. The student repository is what this module writes, and nothing else:
+
+- ``docs/``: the book built for students (the staff's part of ``_toc.yml`` left out), its
+  repository, Binder and Colab buttons pointing at ``edition.yml``'s ``student_repository``;
+- ``book/`` and ``labs/``: the page sources and the released lab notebooks those buttons open;
+- ``wheels/``: every released student wheel under its version. The folder is kept from one
+  edition to the next (point ``--out`` at a clone of the student repository), so a notebook
+  handed out at 0.2 still installs 0.2 after 0.3 is published; the site serves them all at
+  ``_static/wheels/``;
+- ``binder/``: the pinned requirements and a ``postBuild`` that installs this version's wheel
+  (never a repository) with the student's nbgrader settings;
+- a student README, the licences (``LICENSE``, ``LICENSES/``, ``REUSE.toml``), ``CHANGELOG.md``
+  and ``CITATION.cff``.
+
+``tests/test_student_edition.py`` reads every file of it, the wheels unpacked, as an attacker
+would, for any solution line, hidden test, line of a lab's ``checks.py`` or reference-only name.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from attention_course import __version__
+from attention_course_instructor import paths
+from attention_course_instructor.book import build, leaks
+
+ROOT = paths.REPO
+LABS = ("lab8", "lab12")
+KEPT = {".git", "wheels"}                   # what a new edition keeps of the folder it writes into
+STAFF_PAGES = "book/instructors"            # page sources of the staff's part
+# the licences and notes every edition carries, as they are in this repository
+LICENCE_FILES = ("LICENSE", "LICENSES", "CHANGELOG.md", "CITATION.cff")
+STUDENT_ROLE = ROOT / "deploy" / "hub" / "roles" / "student"
+EDITION_FILES = ROOT / "instructor" / "edition"    # the student README, the edition's licence map
+
+
+def wheel_name(version: str = __version__) -> str:
+    return f"attention_course-{version}-py3-none-any.whl"
+
+
+def clear(out: Path) -> None:
+    """Empty ``out`` for a new edition, keeping its git history and the wheels already published."""
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in out.iterdir():
+        if entry.name in KEPT:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def publish_wheel(out: Path, wheel: Path) -> list[Path]:
+    """Add ``wheel`` to ``out/wheels`` beside every earlier version; return them all, oldest first.
+    A wheel of the same version is replaced (a rebuilt edition of one version)."""
+    folder = out / "wheels"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(wheel, folder / wheel.name)
+    return sorted(folder.glob("attention_course-*.whl"), key=_version_key)
+
+
+def _version_key(wheel: Path) -> tuple:
+    version = wheel.name.split("-")[1]
+    return tuple(int(p) if p.isdigit() else p for p in version.split("."))
+
+
+def serve_wheels(site: Path, wheels: list[Path]) -> None:
+    """Every published wheel at the site's ``_static/wheels/``, where the labs' first cell looks."""
+    target = site / "_static" / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    for wheel in wheels:
+        shutil.copy2(wheel, target / wheel.name)
+
+
+def copy_sources(out: Path, toc_files: set[str]) -> None:
+    """The page sources of the student book and the released lab notebooks."""
+    for page in sorted(toc_files):
+        for source in (ROOT / f"{page}.md", ROOT / f"{page}.ipynb"):
+            if source.exists():
+                target = out / source.relative_to(ROOT)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+    for lab in LABS:                      # the released notebook, never the source or solution
+        target = out / "labs" / lab / f"{lab}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / "labs" / lab / f"{lab}.ipynb", target)
+
+
+def toc_files(toc: dict) -> set[str]:
+    files = {toc["root"]}
+    stack = list(toc.get("parts", []))
+    while stack:
+        entry = stack.pop()
+        if "file" in entry:
+            files.add(entry["file"])
+        stack.extend(entry.get("chapters", []))
+        stack.extend(entry.get("sections", []))
+    return files
+
+
+BINDER_POSTBUILD = """#!/bin/bash
+# repo2docker runs this after binder/requirements.txt: the course package from its wheel (this
+# edition's version), and a student's nbgrader tools only (no formgrader, no create-assignment).
+set -euo pipefail
+python -m pip install --quiet --no-deps wheels/{wheel}
+etc="$(python -c 'import sys; print(sys.prefix)')/etc/jupyter"
+mkdir -p "$etc/jupyter_server_config.d" "$etc/labconfig"
+cp binder/student/jupyter_server_config.json "$etc/jupyter_server_config.d/zz-course-student.json"
+cp binder/student/page_config.json "$etc/labconfig/page_config.json"
+cp binder/student/nbgrader_config.py "$etc/nbgrader_config.py"
+"""
+
+
+def write_binder(out: Path) -> None:
+    """Binder's files: the course's exact pins (CPU torch) and a postBuild that installs the wheel."""
+    binder = out / "binder"
+    (binder / "student").mkdir(parents=True)
+    pins = (ROOT / "requirements.txt").read_text()
+    (binder / "requirements.txt").write_text(
+        "# The course's exact pins; binder/postBuild then installs the course wheel.\n"
+        "--extra-index-url https://download.pytorch.org/whl/cpu\n" + pins)
+    shutil.copy2(ROOT / "binder" / "runtime.txt", binder / "runtime.txt")
+    post = binder / "postBuild"
+    post.write_text(BINDER_POSTBUILD.format(wheel=wheel_name()))
+    post.chmod(0o755)
+    shutil.copy2(STUDENT_ROLE / "jupyter_server_config.json", binder / "student")
+    shutil.copy2(STUDENT_ROLE / "labconfig" / "page_config.json", binder / "student")
+    shutil.copy2(STUDENT_ROLE / "nbgrader_config.py", binder / "student")
+
+
+def write_notes(out: Path, repository: str) -> None:
+    """The student README, the licences, the changelog and the citation file."""
+    readme = (EDITION_FILES / "README.md").read_text()
+    (out / "README.md").write_text(readme.format(version=__version__, repository=repository,
+                                                 wheel=wheel_name()))
+    shutil.copy2(EDITION_FILES / "REUSE.edition.toml", out / "REUSE.toml")
+    for name in LICENCE_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, out / name)
+        else:
+            shutil.copy2(source, out / name)
+    shutil.copy2(EDITION_FILES / "LicenseRef-Bundled.txt", out / "LICENSES")
+
+
+def build_edition(out: Path = paths.EDITION, strict: bool = True) -> Path:
+    """Write the student edition into ``out``; return ``out``."""
+    options = build.settings()
+    repository = options.get("student_repository", "")
+    toc = build.student_toc(staff=options.get("staff_parts", []))
+    scratch = paths.BUILD / "edition-book"
+    shutil.rmtree(scratch / "_build" / "html", ignore_errors=True)
+    index = build.build_book(strict=strict, output=scratch, repository=repository, toc=toc)
+    clear(out)
+    shutil.copytree(index.parent, out / "docs", ignore=shutil.ignore_patterns(".buildinfo"))
+    (out / "docs" / ".nojekyll").touch()           # serve _static/ and _sources/ as they are
+    shutil.rmtree(out / "docs" / "reports", ignore_errors=True)
+    wheels = publish_wheel(out, build.WHEELS / wheel_name())
+    serve_wheels(out / "docs", wheels)
+    copy_sources(out, toc_files(toc))
+    write_binder(out)
+    write_notes(out, repository)
+    check_for_answers(out)
+    return out
+
+
+class AnswerInEditionError(RuntimeError):
+    """The edition holds something of the instructors' (the message lists each finding)."""
+
+
+def check_for_answers(out: Path) -> None:
+    """Refuse an edition that holds a private file, a solution line, a hidden test, a line of a
+    lab's checks or a reference-only name (:mod:`~attention_course_instructor.book.leaks`)."""
+    findings = leaks.forbidden_files(out)
+    findings += [str(leak) for leak in leaks.find_leaks(out, leaks.secrets(ROOT, LABS))]
+    if findings:
+        raise AnswerInEditionError(f"the student edition in {out} gives away {len(findings)} "
+                                   "thing(s) of the instructors':\n  " + "\n  ".join(findings[:50]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=paths.EDITION,
+                        help="the folder to write (e.g. a clone of the student repository); "
+                             "its .git and wheels/ are kept")
+    args = parser.parse_args(argv)
+    try:
+        out = build_edition(args.out.resolve())
+    except (build.BookBuildError, AnswerInEditionError) as error:
+        sys.exit(f"\n{error}")
+    print(f"\nThe student edition {__version__} is in {out}: push it to the student repository "
+          "(its docs/ folder is the site).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Reading the student edition as an attacker would: does any file give away an answer?
+
+:func:`secrets` collects, from the instructor's side of the repository, what must never reach a
+student: every line of every lab's reference solutions (the code between the solution markers and
+the model written answers), nbgrader's hidden-test markers and the lines of the hidden tests, every
+line of each lab's ``checks.py``, and the names that exist only in the references and checks.
+:func:`find_leaks` reads every file of a folder -- HTML with its tags removed, notebooks cell by
+cell, JSON and the search index with their escapes undone, and every member of every wheel or zip
+-- and reports each secret it finds, where. ``make edition`` refuses to finish on any finding;
+``tests/test_student_edition.py`` runs it on the edition and on planted leaks.
+
+Lines are compared with their whitespace collapsed. Short lines (``return x``) and lines that the
+released notebook itself shows (its boilerplate, its visible checks) say nothing and are left out;
+so are lines that only import, and names that the public sources (the release, the student
+package, the book's pages) use anyway.
+
+Some of what a lab asks for, a chapter teaches first, with code in the student package that the
+page runs. Those overlaps are allowed only where :data:`TAUGHT_IN_THE_BOOK` names them (the lab's
+task, the package's module and the page): the instructor guide lists the same table, so the claim
+"the package holds no graded function" is made with its exceptions named.
+"""
+from __future__ import annotations
+
+import ast
+import html
+import io
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+
+MIN_CHARS = 24                           # a shorter line is too generic to be an answer
+HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+SOLUTION_MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$|^\s*(BEGIN|END) SOLUTION\s*$")
+# names of the hidden tests' machinery that no student file has any reason to hold
+INSTRUCTOR_NAMES = ("run_hidden_check", "COURSE_CHECKS_DIR", "reference_namespace")
+
+# (lab, graded answer cell) -> (the student package's module that holds a near-equivalent, the
+# page that teaches it and runs that code). Solution lines of that cell found in that module are
+# what the book shows; anywhere else they are leaks.
+TAUGHT_IN_THE_BOOK = {
+    ("lab8", "task3_solution"): ("attention_course/core/seq2seq.py",
+                                 "book/chapter8/attention-over-states.md"),
+    ("lab12", "task1_solution"): ("attention_course/notes/tokens.py", "book/chapter12/tokens.md"),
+    ("lab12", "task2_solution"): ("attention_course/core/transformer.py",
+                                  "book/chapter8/self-attention.md"),
+    ("lab12", "task3_solution"): ("attention_course/core/char_decoder.py",
+                                  "book/chapter12/decoding.md"),
+    ("lab12", "task5_solution"): ("attention_course/core/char_decoder.py",
+                                  "book/chapter12/decoding.md"),
+}
+_TAG = re.compile(r"<[^>]+>")
+_IMPORT = re.compile(r"^(from \S+ )?import ")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TEXT_SUFFIXES = {".html", ".htm", ".js", ".json", ".ipynb", ".md", ".txt", ".py", ".css", ".cfg",
+                 ".toml", ".yml", ".yaml", ".cff", ".inv", ".xml", ".svg", ""}
+ARCHIVES = {".whl", ".zip"}
+
+
+def normalise(line: str) -> str:
+    return " ".join(line.split())
+
+
+@dataclass
+class Secrets:
+    """What must never reach a student, each with where it comes from ("source/lab8/lab8.ipynb,
+    task1_solution, solution"; "source/lab8/checks.py")."""
+    lines: dict[str, str] = field(default_factory=dict)      # normalised line -> origin
+    markers: tuple[str, ...] = HIDDEN_MARKERS
+    names: dict[str, str] = field(default_factory=dict)      # identifier -> origin
+
+
+@dataclass(frozen=True)
+class Leak:
+    file: str
+    kind: str                 # solution line | hidden test | checks line | marker | name
+    secret: str
+    origin: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.kind} {self.secret!r} (from {self.origin})"
+
+
+def _solution_regions(source: str) -> list[str]:
+    """The lines between solution markers (nothing when the cell has none)."""
+    kept, inside = [], False
+    for line in source.splitlines():
+        if SOLUTION_MARKER.match(line):
+            inside = not inside and "BEGIN" in line
+            continue
+        if inside:
+            kept.append(line)
+    return kept
+
+
+def _hidden_regions(source: str) -> list[str]:
+    kept, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_MARKERS[0] in line:
+            inside = True
+        elif HIDDEN_MARKERS[1] in line:
+            inside = False
+        elif inside:
+            kept.append(line)
+    return kept
+
+
+def _worth_keeping(line: str, public: str) -> bool:
+    line = normalise(line)
+    return len(line) >= MIN_CHARS and line not in public and not _IMPORT.match(line)
+
+
+def distinctive(name: str) -> bool:
+    """A name worth looking for: ``set_parameters``, ``GreedyDecode``; not ``Table`` or ``Model``,
+    which any English text holds."""
+    return "_" in name.strip("_") or sum(ch.isupper() for ch in name) >= 2
+
+
+def _defined_names(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {node.name for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and distinctive(node.name)}
+
+
+def public_words(repo: Path) -> set[str]:
+    """The identifiers of what students get on purpose: the student package and the book's pages."""
+    files = [*(repo / "attention_course").rglob("*.py"), *(repo / "book").rglob("*.md")]
+    return {w for f in files for w in _WORD.findall(f.read_text())}
+
+
+def secrets(repo: Path, labs: tuple[str, ...]) -> Secrets:
+    """Every secret of ``labs``: from ``source/<lab>/<lab>.ipynb`` and its ``checks.py``, less what
+    the released notebook ``labs/<lab>/<lab>.ipynb`` shows anyway."""
+    found = Secrets(names={name: "the hidden tests' machinery" for name in INSTRUCTOR_NAMES})
+    known = public_words(repo)
+    for lab in labs:
+        source = nbformat.read(repo / "source" / lab / f"{lab}.ipynb", as_version=4)
+        release = nbformat.read(repo / "labs" / lab / f"{lab}.ipynb", as_version=4)
+        public = normalise("\n".join(cell.source for cell in release.cells))
+        shown = known | set(_WORD.findall(public))
+        where = f"source/{lab}/{lab}.ipynb"
+        for cell in source.cells:
+            task = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+            if utils.is_solution(cell):
+                region = _solution_regions(cell.source)
+                for line in region:
+                    if _worth_keeping(line, public):
+                        found.lines.setdefault(normalise(line), f"{where}, {task}, solution")
+                if cell.cell_type == "code":
+                    for name in _defined_names("\n".join(region)) - shown:
+                        found.names.setdefault(name, f"{where}, {task}, solution")
+            if utils.is_grade(cell) and cell.cell_type == "code":
+                for line in _hidden_regions(cell.source):
+                    if _worth_keeping(line, public):
+                        found.lines.setdefault(normalise(line), f"{where}, {task}, hidden test")
+        checks = repo / "source" / lab / "checks.py"
+        text = checks.read_text()
+        for line in text.splitlines():
+            if _worth_keeping(line, public) and not line.lstrip().startswith("#"):
+                found.lines.setdefault(normalise(line), f"source/{lab}/checks.py")
+        for name in _defined_names(text) - shown:
+            found.names.setdefault(name, f"source/{lab}/checks.py")
+    return found
+
+
+def taught_in_the_book(file: str, origin: str) -> bool:
+    """Whether a solution line from ``origin`` found in ``file`` is one of the named overlaps: the
+    lab's task, in the package module a chapter teaches it with (inside a wheel or not)."""
+    parts = origin.split(", ")
+    if len(parts) != 3 or parts[2] != "solution":
+        return False
+    lab = Path(parts[0]).parent.name
+    module, _page = TAUGHT_IN_THE_BOOK.get((lab, parts[1]), (None, None))
+    return module is not None and (file == module or file.endswith("!" + module))
+
+
+def _texts(path: Path, data: bytes):
+    """(name, text) of a file, or of each member of an archive, in the forms an attacker reads."""
+    if path.suffix in ARCHIVES:
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                for member in archive.namelist():
+                    inner = Path(member)
+                    yield from ((f"{path}!{name}", text) for name, text in
+                                _texts(inner, archive.read(member)))
+        except zipfile.BadZipFile:
+            yield str(path), data.decode("utf-8", "replace")
+        return
+    if path.suffix not in TEXT_SUFFIXES:
+        return
+    text = data.decode("utf-8", "replace")
+    yield str(path), text
+    if path.suffix in (".html", ".htm", ".svg", ".xml"):
+        yield str(path), html.unescape(_TAG.sub("", text))
+    if path.suffix == ".ipynb":
+        try:
+            nb = json.loads(text)
+            yield str(path), "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []))
+        except (json.JSONDecodeError, AttributeError):
+            pass
+    if path.suffix in (".js", ".json", ".ipynb"):
+        unescaped = text.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        yield str(path), unescaped
+
+
+def find_in_text(name: str, text: str, found: Secrets) -> list[Leak]:
+    leaks = []
+    lines = {normalise(line) for line in text.splitlines()}
+    flat = normalise(text)
+    for line, origin in found.lines.items():
+        if (line in lines or line in flat) and not taught_in_the_book(name, origin):
+            kind = "checks line" if origin.endswith("checks.py") else origin.rsplit(", ", 1)[-1]
+            leaks.append(Leak(name, kind if kind != "solution" else "solution line", line, origin))
+    for marker in found.markers:
+        if marker in text:
+            leaks.append(Leak(name, "marker", marker, "nbgrader"))
+    words = set(_WORD.findall(text))
+    for word in words & found.names.keys():
+        leaks.append(Leak(name, "name", word, found.names[word]))
+    return leaks
+
+
+def find_leaks(folder: Path, found: Secrets) -> list[Leak]:
+    """Every secret found in any file under ``folder`` (archives read member by member)."""
+    leaks: list[Leak] = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        seen = set()
+        for name, text in _texts(path.relative_to(folder), path.read_bytes()):
+            for leak in find_in_text(name, text, found):
+                if (leak.file, leak.secret) not in seen:
+                    seen.add((leak.file, leak.secret))
+                    leaks.append(leak)
+    return leaks
+
+
+# folders of the private repository and modules of the instructor side, by the names they carry
+PRIVATE_FOLDERS = ("source", "solutions", "tests", "benchmarks", "instructor", "deploy")
+INSTRUCTOR_MODULES = ("attention_course_instructor/", "attention_course/grading/",
+                      "attention_course/book/build.py", "attention_course/book/outcomes.py",
+                      "attention_course/book/sphinx_fixes.py", "checks.py")
+
+
+def forbidden_files(folder: Path) -> list[str]:
+    """Files of ``folder`` (and members of its wheels) that the student edition must not hold: the
+    private repository's folders, the labs' checks, the grader and the book's build tooling."""
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        relative = path.relative_to(folder)
+        names = [str(relative)]
+        if relative.parts[0] in PRIVATE_FOLDERS:
+            found.append(str(relative))
+        if path.suffix in ARCHIVES:
+            with zipfile.ZipFile(path) as archive:
+                names += [f"{relative}!{member}" for member in archive.namelist()]
+        found += [name for name in names
+                  if any(module in name.split("!")[-1] for module in INSTRUCTOR_MODULES)]
+    return found

@@ -1,0 +1,5 @@
+import sys
+
+from attention_course_instructor.grading.hardened.cli import main
+
+sys.exit(main())
