@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_course_instructor.grading.checks import Lab, shared
+from attention_course_instructor.grading.checks import Lab, describe_shape, shared
 from attention_course.seeds import derive, generator
 
 lab = Lab("lab12", run_cells=("setup",), shortcuts={
@@ -86,8 +86,8 @@ def same_layout(names, ref_names, expect, what="TinyLM(config)") -> bool:
         return False
     wrong = sorted(n for n in mine if mine[n] != theirs[n])
     if wrong:
-        expect.fail(f"{what}: the parameter {wrong[0]} has shape {mine[wrong[0]]}, not the one its "
-                    "layer should have with these sizes")
+        expect.fail(f"{what}: the parameter {wrong[0]} has shape {describe_shape(mine[wrong[0]])}, "
+                    "not the one its layer should have with these sizes")
         return False
     return True
 

@@ -42,11 +42,13 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import hashlib
 import importlib.util
 import inspect
 import io
 import math
 import os
+import re
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -235,8 +237,33 @@ def _type_word(value) -> str:
             tuple: "a tuple", dict: "a dict", type(None): "None"}.get(type(value), "another type")
 
 
+#: the most of a shape a message quotes: its rank and this many leading sizes (a returned shape is
+#: the student's to choose, and must not carry more than a few characters of their choosing back)
+SHAPE_DIMS_QUOTED = 4
+_SAFE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,39}")
+
+
+def describe_shape(shape) -> str:
+    """A returned shape as a message may quote it: ``(3, 7)``; past four sizes, the first four and
+    the rank, ``(3, 7, 1, 1, ...) (rank 300)``; every size at most 9 digits."""
+    sizes = [int(s) for s in shape]
+    shown = [str(s) if 0 <= s < 10 ** 9 else "?" for s in sizes[:SHAPE_DIMS_QUOTED]]
+    if len(sizes) <= SHAPE_DIMS_QUOTED:
+        return "(" + ", ".join(shown) + ("," if len(shown) == 1 else "") + ")"
+    return "(" + ", ".join(shown) + f", ...) (rank {len(sizes)})"
+
+
+def quoted_word(text: str, otherwise: str = "another value") -> str:
+    """A name the probe reported (a dtype, a device) quoted only when it is a short identifier."""
+    text = str(text)
+    return text if _SAFE_WORD.fullmatch(text) else otherwise
+
+
 class Expect:
-    """Collects every failed expectation of one check, as messages a student can act on."""
+    """Collects every failed expectation of one check, as messages a student can act on.
+
+    What the student's code returned reaches a message only through :func:`describe_shape` and
+    :func:`quoted_word`: a bounded number of characters, whatever the kernel reports."""
 
     def __init__(self):
         self.failures: list[str] = []
@@ -254,7 +281,8 @@ class Expect:
         if isinstance(got, NotReached):
             return False
         if isinstance(got, Missing):
-            self.fail(f"{got.name} is not defined: run its cell, and keep its name and arguments")
+            self.fail(f"{quoted_word(got.name, 'a function the task names')} is not defined: run its "
+                      "cell, and keep its name and arguments")
             return False
         if isinstance(got, Raised):
             self.fail(f"{what} {got.describe()}")
@@ -275,14 +303,15 @@ class Expect:
             self.fail(f"{what} should return a plain torch.Tensor, not a subclass of it")
             return None
         if got.dtype != dtype:
-            self.fail(f"{what} should return dtype {dtype}, got {got.dtype}")
+            self.fail(f"{what} should return dtype {dtype}, got {quoted_word(got.dtype, 'another dtype')}")
             return None
         if got.device != "cpu":
-            self.fail(f"{what} should return a tensor on the CPU, got one on {got.device.split(':')[0]}")
+            device = quoted_word(str(got.device).split(":")[0], "another device")
+            self.fail(f"{what} should return a tensor on the CPU, got one on {device}")
             return None
         if shape is not None and tuple(got.shape) != tuple(shape):
             want = shape_words or str(tuple(shape))
-            self.fail(f"{what} should have shape {want}, got {tuple(got.shape)}")
+            self.fail(f"{what} should have shape {want}, got {describe_shape(got.shape)}")
             return None
         if got.data is None:
             self.fail(f"{what} returned a tensor too large to check")
@@ -547,6 +576,14 @@ def grading_seed() -> int:
     return int(os.environ.get(SEED_VARIABLE, "0"))
 
 
+def kernel_seed(seed: int, lab_name: str) -> int:
+    """The seed the checks' inputs are made from, for ``lab_name`` under the private grading
+    ``seed``: a one-way function of both. The hardened grader hands a kernel only this, so a
+    submission that reads it (and smuggles it out) learns nothing of the private seed itself."""
+    digest = hashlib.sha256(f"course-grading:{int(seed)}:{lab_name}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")          # 48 bits: derive() keeps it within int64
+
+
 def checks_folder(lab_name: str) -> Path:
     """Where ``source/<lab>/`` is while a hidden test runs: ``$COURSE_CHECKS_DIR`` (set during
     ``nbgrader autograde``), or the working folder when it is ``source/<lab>`` itself (an
@@ -567,7 +604,7 @@ def run_hidden_check(lab_name: str, grade_id: str, namespace: dict) -> None:
     lab = load_lab(checks_folder(lab_name))
     check = lab.checks[grade_id]
     run_probe, _ = _runtime()
-    seed = grading_seed()
+    seed = kernel_seed(grading_seed(), lab_name)
     with _quiet_warnings(), contextlib.redirect_stderr(io.StringIO()):
         record = run_probe(check.inputs, check.probe, namespace, seed)
         failures = lab.compare(grade_id, record, seed)

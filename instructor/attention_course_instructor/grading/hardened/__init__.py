@@ -27,10 +27,11 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course_instructor.grading.checks import Lab, load_lab
+from attention_course_instructor.grading.checks import Lab, kernel_seed, load_lab
 from attention_course_instructor.grading.hardened.assemble import (SubmissionError, assemble, import_notes,
                                                         nbgrader_meta, read_submission)
-from attention_course_instructor.grading.hardened.kernel import CellRunner, Limits
+from attention_course_instructor.grading.hardened.kernel import CellRunner, KernelStartError, Limits
+from attention_course_instructor.grading.hardened.sandbox import NoKernelUid
 from attention_course_instructor.grading.hardened.score import (CellGrade, SubmissionGrade, error_words,
                                                      score_cells, zero_cells)
 
@@ -72,7 +73,8 @@ def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGra
             result.error = str(exc)
             result.cells = zero_cells(source, str(exc))
             return result
-        sources, roles, flags, tampered = assemble(source, submitted, lab, run.seed)
+        seed = kernel_seed(run.seed, run.assignment)          # the kernel never sees run.seed
+        sources, roles, flags, tampered = assemble(source, submitted, lab, seed)
         result.flags = flags + tampered + import_notes(source, sources, roles, lab)
         if tampered and run.tamper == "fail":
             result.error = "nbgrader metadata tampered with: " + "; ".join(tampered) + " (needs review)"
@@ -80,13 +82,16 @@ def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGra
             return result
         runner = CellRunner(run.limits, use_sandbox=run.use_sandbox)
         outcomes = runner.run(sources)
-        result.cells = score_cells(source, roles, outcomes, lab, run.seed)
+        result.cells = score_cells(source, roles, outcomes, lab, seed)
         for (role, gid), outcome in zip(roles, outcomes):
             what = error_words(outcome.error) if outcome.status == "error" else outcome.status
             if role == "solution" and outcome.status != "ok":
                 result.flags.append(f"answer cell {gid!r}: {what}")
             elif role in ("prelude", "run") and outcome.status != "ok":
                 result.flags.append(f"instructor cell {gid or 'prelude'!r}: {what}")
+    except (KernelStartError, NoKernelUid) as exc:             # not the student's doing
+        result.fault = result.error = f"grader fault: {exc}"
+        result.cells = []
     except Exception as exc:                                   # the grader's own failure: say so
         result.error = f"grader error: {type(exc).__name__}: {exc}"
         try:

@@ -62,10 +62,20 @@ def main(argv=None) -> int:
     finally:
         if executor is not None:
             executor.close()
+    failed = []
     for run, results in graded:                       # written only once every lab has been graded
-        folder = record_batch(run, results)
+        try:                                          # each lab on its own: one cannot stop another
+            folder = record_batch(run, results)
+        except (Exception, SystemExit) as exc:
+            failed.append(f"{run.assignment}: its results could not be recorded: {exc}")
+            continue
         print(f"{run.assignment}: graded {len(results)} submissions; report in {folder}; feedback in "
               f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
+        failed += [f"{run.assignment}: {r.student}: {r.fault}" for r in results if r.fault]
+    if failed:
+        print("grader faults (not the students' doing; nothing was recorded for these):\n  "
+              + "\n  ".join(failed), file=sys.stderr)
+        return 4
     return 0
 
 

@@ -44,7 +44,7 @@ def run_from_dict(data: dict):
 def result_from_dict(data: dict) -> SubmissionGrade:
     cells = [CellGrade(**c) for c in data.get("cells", [])]
     return SubmissionGrade(data["student"], cells, list(data.get("flags", [])), data.get("error", ""),
-                           float(data.get("seconds", 0.0)))
+                           float(data.get("seconds", 0.0)), str(data.get("fault", "")))
 
 
 def sweep_stale_batches(tmp: str | None = None) -> list[str]:
@@ -128,7 +128,9 @@ class _Worker:
 
     def __init__(self, batch: str):
         env = {**os.environ, "TMPDIR": batch}
-        self.process = subprocess.Popen([sys.executable, "-m", "attention_course_instructor.grading.hardened.worker"],
+        # -P: the installed grader, never a copy in the folder the grader was started from
+        self.process = subprocess.Popen([sys.executable, "-P", "-m",
+                                         "attention_course_instructor.grading.hardened.worker"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, env=env)
 

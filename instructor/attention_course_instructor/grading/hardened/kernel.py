@@ -4,6 +4,13 @@
 cell, what happened: ``ok``, ``error`` (with the exception name), ``timeout`` or ``died`` (the
 kernel process ended: ``os._exit``, a crash, the memory limit). After a timeout or a death the
 kernel is restarted and the cells that had succeeded are run again, so later cells still run.
+
+What a kernel sends back is bounded on the grader's side (:class:`CappedClient`): the grader keeps
+only what grading reads (the probe records and the names of errors) and counts the rest; past
+``Caps.output_bytes`` or ``Caps.messages`` the submission is ended as a flood (``flood``), and no
+single message may exceed ``Caps.message_bytes`` (ZeroMQ drops the connection of a peer that
+sends one). A kernel that cannot start is tried again; if it still cannot, :class:`KernelStartError`
+says so, and the submission is the grader's fault, never the student's zero.
 """
 from __future__ import annotations
 
@@ -16,13 +23,17 @@ import time
 from dataclasses import dataclass, field
 
 import nbformat
+import zmq
+import zmq.asyncio
 from jupyter_client import AsyncKernelManager
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from traitlets import default
 
 from attention_course import paths
 from attention_course_instructor.grading.hardened import sandbox
+from attention_course_instructor.grading.hardened.probes import MIME
 
 
 @dataclass(frozen=True)
@@ -33,11 +44,48 @@ class Limits:
     startup_seconds: float = 60.0
 
 
+@dataclass(frozen=True)
+class Caps:
+    """What one submission's kernel may send back to the grader."""
+    output_bytes: int = 32 * 2 ** 20   # every output message together (printed text, displays)
+    messages: int = 100_000            # output messages of every cell together
+    message_bytes: int = 8 * 2 ** 20   # one message (larger: the connection is dropped)
+    queued: int = 32                   # messages waiting to be read (more: the newest are dropped)
+    kept_bytes: int = 8 * 2 ** 20      # one kept output (a probe record, an error's name)
+
+
+START_ATTEMPTS = 3                     # a kernel that does not start is tried this many times
+
+
+class KernelStartError(RuntimeError):
+    """The grading kernel did not start, after every attempt: the grader's fault."""
+
+
+class OutputFlood(RuntimeError):
+    """The submission sent more output than :class:`Caps` allows."""
+
+
 @dataclass
 class CellOutcome:
-    status: str                        # ok | error | timeout | died | skipped
+    status: str                        # ok | error | timeout | died | flood | skipped
     error: str = ""                    # exception class name, for status == "error"
     outputs: list = field(default_factory=list)
+
+
+_CONTEXTS: dict = {}
+
+
+def bounded_context(message_bytes: int, queued: int) -> zmq.asyncio.Context:
+    """The ZeroMQ context of this process's grading kernels (one per pair of bounds, kept for the
+    process's life): its sockets refuse a message over ``message_bytes`` and queue at most
+    ``queued`` unread ones (ZeroMQ's default, 1000, let a flood of 1 MiB messages take a GB)."""
+    key = (message_bytes, queued)
+    if key not in _CONTEXTS:
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, message_bytes)
+        context.setsockopt(zmq.RCVHWM, queued)
+        _CONTEXTS[key] = context
+    return _CONTEXTS[key]
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -45,14 +93,30 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     sandbox_private: str = ""
     sandbox_memory_mb: int = 0
+    sandbox_uid: int = sandbox.NOBODY
     use_sandbox: bool = True
+    message_bytes: int = Caps.message_bytes
+    queued: int = Caps.queued
+
+    @default("context")
+    def _bounded_context(self):
+        return bounded_context(self.message_bytes, self.queued)
+
+    def client(self, **kwargs):
+        """The client talks to the kernel through this manager's bounded context (jupyter_client
+        would give it a context of its own)."""
+        kwargs.setdefault("context", self.context)
+        return super().client(**kwargs)
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         cmd[0] = sys.executable if cmd[0] in ("python", "python3") else cmd[0]
+        if cmd[0] == sys.executable:
+            cmd.insert(1, "-P")                # nothing importable from the kernel's own folder
         if not self.use_sandbox:
             return cmd
-        return sandbox.wrap(cmd, self.sandbox_private, str(paths.PACKAGE), self.sandbox_memory_mb)
+        return sandbox.wrap(cmd, self.sandbox_private, str(paths.PACKAGE), self.sandbox_memory_mb,
+                            self.sandbox_uid)
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
@@ -70,28 +134,96 @@ def kernel_environment(home: str) -> dict:
     return env
 
 
+def message_size(content: dict) -> int:
+    """About how many bytes an output message carries (its text, data, or traceback)."""
+    size = len(content.get("text", "") or "")
+    for value in (content.get("data") or {}).values():
+        size += len(value) if isinstance(value, (str, bytes)) else len(str(value))
+    size += len(str(content.get("evalue", ""))) + sum(len(str(x)) for x in content.get("traceback") or [])
+    if "comm_id" in content:
+        size += len(str(content.get("data", "")))
+    return size
+
+
+class CappedClient(NotebookClient):
+    """nbclient's client, keeping of a kernel's output only what grading reads, within caps.
+
+    Kept: display data of the probes' own type (a probe record) and error outputs reduced to the
+    exception's class name. Everything else (printed text, other displays, widget messages) is
+    counted and dropped; past the caps :class:`OutputFlood` ends the cell."""
+
+    caps: Caps = Caps()
+    sent_bytes: int = 0
+    sent_messages: int = 0
+
+    def process_message(self, msg, cell, cell_index):
+        kind, content = msg["msg_type"], msg["content"]
+        if kind in ("status", "execute_input", "execute_reply") or kind.startswith("debug"):
+            return super().process_message(msg, cell, cell_index)
+        self.sent_messages += 1
+        self.sent_bytes += message_size(content)
+        if self.sent_bytes > self.caps.output_bytes or self.sent_messages > self.caps.messages:
+            raise OutputFlood(f"more than {self.caps.output_bytes // 2 ** 20} MB or "
+                              f"{self.caps.messages} messages of output")
+        if kind in ("display_data", "execute_result") and MIME in (content.get("data") or {}):
+            record = content["data"][MIME]
+            if len(str(record)) <= self.caps.kept_bytes:
+                content = {**content, "data": {MIME: record}, "metadata": {}}
+                return super().process_message({**msg, "content": content}, cell, cell_index)
+            return None
+        if kind == "error":
+            content = {"ename": str(content.get("ename", "Error"))[:100], "evalue": "", "traceback": []}
+            return super().process_message({**msg, "content": content}, cell, cell_index)
+        return None                                     # printed text, other displays, comms
+
+
 class CellRunner:
     """A kernel for one submission; :meth:`run` executes code cells and never raises for them."""
 
-    def __init__(self, limits: Limits, use_sandbox: bool = True):
-        self.limits = limits
+    def __init__(self, limits: Limits, use_sandbox: bool = True, caps: Caps = Caps()):
+        self.limits, self.caps = limits, caps
         self.workdir = tempfile.mkdtemp(prefix="course-grading-")
+        self.uid, self._uid_lock = sandbox.NOBODY, None
         if use_sandbox:
-            sandbox.prepare_private(self.workdir)
+            try:
+                if os.geteuid() == 0:
+                    self.uid, self._uid_lock = sandbox.kernel_uid()  # this kernel's own uid
+                sandbox.prepare_private(self.workdir, self.uid)
+            except Exception:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                raise
         self.use_sandbox = use_sandbox
         self.client = None
+        self.sent = (0, 0)                                    # output bytes, messages so far
 
     def _start(self):
+        """Start the kernel, trying again when it does not come up (a machine short of processes,
+        a slow start); :class:`KernelStartError` after ``START_ATTEMPTS``."""
+        why = ""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_once()
+            except Exception as exc:                          # died before kernel_info, timed out
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                self._stop()
+                if attempt + 1 < START_ATTEMPTS:
+                    time.sleep(1 + 2 * attempt)
+        raise KernelStartError(f"the grading kernel did not start in {START_ATTEMPTS} attempts ({why})")
+
+    def _start_once(self):
         km = SandboxedKernelManager(kernel_name="python3", transport="ipc",
                                     ip=os.path.join(self.workdir, "kernel"))
         km.connection_file = os.path.join(self.workdir, "connection.json")
         km.sandbox_private, km.sandbox_memory_mb = self.workdir, self.limits.memory_mb
-        km.use_sandbox = self.use_sandbox
+        km.sandbox_uid, km.use_sandbox = self.uid, self.use_sandbox
+        km.message_bytes, km.queued = self.caps.message_bytes, self.caps.queued
         nb = nbformat.v4.new_notebook()
-        self.client = NotebookClient(nb, km=km, timeout=int(self.limits.cell_seconds),
-                                     startup_timeout=int(self.limits.startup_seconds),
-                                     allow_errors=True, interrupt_on_timeout=False,
-                                     record_timing=False, kernel_name="python3")
+        self.client = CappedClient(nb, km=km, timeout=int(self.limits.cell_seconds),
+                                   startup_timeout=int(self.limits.startup_seconds),
+                                   allow_errors=True, interrupt_on_timeout=False,
+                                   record_timing=False, kernel_name="python3")
+        self.client.caps = self.caps
+        self.client.sent_bytes, self.client.sent_messages = self.sent
         # the kernel's own stdout and stderr (not its cells' outputs) go nowhere: nothing a
         # submission writes to a file descriptor reaches the grader's terminal or logs
         self.client.start_new_kernel(cwd=self.workdir, env=kernel_environment(self.workdir),
@@ -100,6 +232,7 @@ class CellRunner:
 
     def _stop(self):
         if self.client is not None:
+            self.sent = (self.client.sent_bytes, self.client.sent_messages)   # across restarts
             try:
                 self.client._cleanup_kernel()
             except Exception:                                       # already gone
@@ -120,6 +253,8 @@ class CellRunner:
             return CellOutcome("timeout")
         except DeadKernelError:
             return CellOutcome("died")
+        except OutputFlood as flood:
+            return CellOutcome("flood", str(flood))
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
         if errors:
             return CellOutcome("error", errors[0].get("ename", "Error"), cell.outputs)
@@ -142,6 +277,9 @@ class CellRunner:
                     continue
                 outcome = self._execute(source, min(self.limits.cell_seconds, left))
                 outcomes.append(outcome)
+                if outcome.status == "flood":                  # the submission ends here
+                    outcomes += [CellOutcome("flood", outcome.error)] * (len(sources) - len(outcomes))
+                    break
                 if outcome.status == "ok":
                     succeeded.append(source)
                 elif outcome.status in ("timeout", "died"):
@@ -154,4 +292,6 @@ class CellRunner:
         finally:
             self._stop()
             shutil.rmtree(self.workdir, ignore_errors=True)
+            if self._uid_lock is not None:
+                self._uid_lock.close()                         # the uid goes back to the pool
         return outcomes

@@ -12,7 +12,10 @@
 - ``reports/<lab>/``: every student and every cell, for the instructor.
 
 Nothing written quotes text that the grading run's student code produced, a hidden input or a
-reference value.
+reference value. nbgrader's markers in a student's cells (``BEGIN HIDDEN TESTS`` in a comment,
+say) are neutralised before any nbgrader step reads the notebook. Each student is written on their
+own: a failure for one is that student's recorded fault (``SubmissionGrade.fault``, in the report),
+and every other student's notebook, scores and feedback are written all the same.
 """
 from __future__ import annotations
 
@@ -31,12 +34,30 @@ from attention_course_instructor.grading.hardened.score import SubmissionGrade
 
 
 def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
-    """Write everything a graded batch leaves, in order; returns the report folder."""
+    """Write everything a graded batch leaves, in order; returns the report folder. A student whose
+    grading or recording failed is left with ``fault`` set and nothing half-written for them."""
     written = write_autograded(run, results)
     write_gradebook(run, results, written)
     if feedback:
-        write_feedback(run)
+        write_feedback(run, results)
     return write_report(run, results)
+
+
+# nbgrader's markers: in a student's cell, a comment holding one would make nbgrader's own steps
+# (generate_feedback's ClearHiddenTests, say) fail or cut the cell
+MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION",
+           "BEGIN MARK SCHEME", "END MARK SCHEME")
+
+
+def neutralise_markers(text: str) -> str:
+    """A student's cell source with every nbgrader marker made inert (``BEGIN-HIDDEN-TESTS``)."""
+    for marker in MARKERS:
+        text = text.replace(marker, marker.replace(" ", "-"))
+    return text
+
+
+def _fault(result: SubmissionGrade, step: str, exc: BaseException) -> None:
+    result.fault = result.fault or f"grader fault while {step}: {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _paths(run, student: str) -> tuple[Path, Path]:
@@ -67,7 +88,7 @@ def autograded_notebook(source, submitted, result: SubmissionGrade, checksums: d
         theirs = mine.get(gid) if gid in mine else by_id.get(cell.get("id"))
         if meta.get("solution"):
             same_type = theirs is not None and theirs.cell_type == cell.cell_type
-            cell.source = theirs.source if same_type else ""
+            cell.source = neutralise_markers(theirs.source) if same_type else ""
         if cell.cell_type == "code":
             cell.execution_count = None
             if meta.get("grade") and not meta.get("solution"):
@@ -111,22 +132,31 @@ def write_autograded(run, results: list[SubmissionGrade]) -> Written:
     tell a changed answer from a re-grade of the same one) and who had no readable notebook."""
     source, checksums, written = run.source(), _checksums(run), Written()
     for result in results:
-        submitted_dir, folder = _paths(run, result.student)
-        target = folder / run.notebook
-        if target.exists():
-            old = nbformat.read(target, as_version=4)
-            written.previous[result.student] = {nbgrader_meta(c).get("grade_id"): c.source for c in old.cells}
+        if result.fault:
+            continue                                   # not graded: nothing to show as graded
         try:
-            submitted = read_submission(submitted_dir / run.notebook)
-        except Exception:                              # unreadable or missing: graded as empty
-            submitted = None
-            written.unreadable.add(result.student)
-        folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(autograded_notebook(source, submitted, result, checksums), target)
-        for name in SUBMISSION_FILES:
-            if (submitted_dir / name).is_file():
-                shutil.copy2(submitted_dir / name, folder / name)
+            _write_one_autograded(run, result, source, checksums, written)
+        except Exception as exc:
+            _fault(result, "writing the autograded notebook", exc)
     return written
+
+
+def _write_one_autograded(run, result, source, checksums, written: Written) -> None:
+    submitted_dir, folder = _paths(run, result.student)
+    target = folder / run.notebook
+    if target.exists():
+        old = nbformat.read(target, as_version=4)
+        written.previous[result.student] = {nbgrader_meta(c).get("grade_id"): c.source for c in old.cells}
+    try:
+        submitted = read_submission(submitted_dir / run.notebook)
+    except Exception:                                  # unreadable or missing: graded as empty
+        submitted = None
+        written.unreadable.add(result.student)
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(autograded_notebook(source, submitted, result, checksums), target)
+    for name in SUBMISSION_FILES:
+        if (submitted_dir / name).is_file():
+            shutil.copy2(submitted_dir / name, folder / name)
 
 
 # what nbgrader keeps beside a submitted notebook: when it was submitted, and the secret that names
@@ -137,7 +167,6 @@ SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
 def write_gradebook(run, results: list[SubmissionGrade], written: Written | None = None) -> None:
     """Record the automatic scores in nbgrader's gradebook (the parent process is its only writer)."""
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.utils import compute_checksum, is_solution
     from sqlalchemy.exc import SAWarning
 
     written = written or Written()
@@ -149,39 +178,52 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
             raise SystemExit(f"{run.assignment} is not in the gradebook {_db(run)}: run "
                              f"`nbgrader generate_assignment {run.assignment}` first") from None
         for result in results:
-            gb.update_or_create_student(result.student)
-            submitted_dir, folder = _paths(run, result.student)
-            stamp = run_timestamp(run, submitted_dir)
-            submission = (gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
-                          if stamp else gb.update_or_create_submission(run.assignment, result.student))
-            graded = nbformat.read(folder / run.notebook, as_version=4)
-            cells = {nbgrader_meta(c).get("grade_id"): c for c in graded.cells}
-            scores = {c.grade_id: c for c in result.cells}
-            before = written.previous.get(result.student, {})
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    cell, score = cells.get(grade.name), scores.get(grade.name)
-                    if score is None or cell is None:
-                        continue
-                    if score.status != "manual":
-                        grade.auto_score, grade.needs_manual_grade = score.score, False
-                        continue
-                    checksum = cell.metadata.get("nbgrader", {}).get("checksum")
-                    blank = checksum is not None and checksum == compute_checksum(cell)
-                    if blank or result.student in written.unreadable:
-                        grade.auto_score, grade.needs_manual_grade = 0.0, False   # nothing to grade
-                        continue
-                    grade.auto_score = None
-                    changed = before.get(grade.name) != cell.source
-                    if grade.manual_score is None or changed:
-                        grade.needs_manual_grade = True
-                for comment in notebook.comments:
-                    cell = cells.get(comment.name)
-                    if cell is not None and is_solution(cell):
-                        checksum = cell.metadata.get("nbgrader", {}).get("checksum")
-                        blank = checksum is not None and checksum == compute_checksum(cell)
-                        comment.auto_comment = "No response." if blank else None
-            gb.db.commit()
+            if result.fault:
+                continue                               # a grader fault is never a student's zero
+            try:
+                _write_one_grade(run, gb, result, written)
+                gb.db.commit()
+            except Exception as exc:
+                gb.db.rollback()
+                _fault(result, "writing the gradebook", exc)
+
+
+def _write_one_grade(run, gb, result: SubmissionGrade, written: Written) -> None:
+    """One student's rows (committed by the caller, or rolled back on a failure)."""
+    from nbgrader.utils import compute_checksum, is_solution
+
+    gb.update_or_create_student(result.student)
+    submitted_dir, folder = _paths(run, result.student)
+    stamp = run_timestamp(run, submitted_dir)
+    submission = (gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
+                  if stamp else gb.update_or_create_submission(run.assignment, result.student))
+    graded = nbformat.read(folder / run.notebook, as_version=4)
+    cells = {nbgrader_meta(c).get("grade_id"): c for c in graded.cells}
+    scores = {c.grade_id: c for c in result.cells}
+    before = written.previous.get(result.student, {})
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            cell, score = cells.get(grade.name), scores.get(grade.name)
+            if score is None or cell is None:
+                continue
+            if score.status != "manual":
+                grade.auto_score, grade.needs_manual_grade = score.score, False
+                continue
+            checksum = cell.metadata.get("nbgrader", {}).get("checksum")
+            blank = checksum is not None and checksum == compute_checksum(cell)
+            if blank or result.student in written.unreadable:
+                grade.auto_score, grade.needs_manual_grade = 0.0, False   # nothing to grade
+                continue
+            grade.auto_score = None
+            changed = before.get(grade.name) != cell.source
+            if grade.manual_score is None or changed:
+                grade.needs_manual_grade = True
+        for comment in notebook.comments:
+            cell = cells.get(comment.name)
+            if cell is not None and is_solution(cell):
+                checksum = cell.metadata.get("nbgrader", {}).get("checksum")
+                blank = checksum is not None and checksum == compute_checksum(cell)
+                comment.auto_comment = "No response." if blank else None
 
 
 def run_timestamp(run, submitted_dir: Path):
@@ -196,12 +238,27 @@ def run_timestamp(run, submitted_dir: Path):
         return None
 
 
-def write_feedback(run) -> None:
+def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
     """HTML feedback for every autograded submission, by nbgrader's own ``generate_feedback``
-    (hidden tests cleared), where ``nbgrader release_feedback`` finds it."""
-    from attention_course_instructor.grading.pipeline import TempCourse
+    (hidden tests cleared), where ``nbgrader release_feedback`` finds it. One run for the batch;
+    should it fail, each student still without feedback is tried alone, and a student whose
+    feedback cannot be made has that recorded as their fault."""
+    from attention_course_instructor.grading.pipeline import PipelineError, TempCourse
 
-    TempCourse(run.root).nbgrader("generate_feedback", run.assignment, "--force")
+    course = TempCourse(run.root)
+    try:
+        course.nbgrader("generate_feedback", run.assignment, "--force")
+        return
+    except PipelineError:
+        pass
+    for result in results or []:
+        html = run.root / "feedback" / result.student / run.assignment / run.notebook.replace(".ipynb", ".html")
+        if result.fault or html.exists():
+            continue
+        try:
+            course.nbgrader("generate_feedback", run.assignment, "--force", "--student", result.student)
+        except PipelineError as exc:
+            _fault(result, "making the feedback", exc)
 
 
 def write_report(course, results: list[SubmissionGrade], folder: Path | None = None) -> Path:
@@ -227,7 +284,14 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
     for r in results:
         zeros = "; ".join(f"{c.grade_id}: {c.status} {c.reason}".strip() for c in r.cells
                           if c.score == 0 and c.points > 0)
-        lines.append(f"| {cell(r.student)} | {r.score:g} / {r.auto_max:g} | "
-                     f"{cell(r.error or zeros)} | {cell('; '.join(r.flags))} |")
+        score = "not recorded" if r.fault else f"{r.score:g} / {r.auto_max:g}"
+        lines.append(f"| {cell(r.student)} | {score} | "
+                     f"{cell(r.fault or r.error or zeros)} | {cell('; '.join(r.flags))} |")
+    faults = [r for r in results if r.fault]
+    if faults:
+        lines += ["", f"## Grader faults ({len(faults)})", "",
+                  "Not the students' doing: no score was recorded for them. Fix the cause and grade "
+                  "the lab again (a re-grade keeps the manual scores of unchanged answers).", ""]
+        lines += [f"- {cell(r.student)}: {cell(r.fault)}" for r in faults]
     (folder / "report.md").write_text("\n".join(lines) + "\n")
     return folder

@@ -9,11 +9,14 @@ Every grading kernel runs under ``bwrap`` (bubblewrap, the sandbox Flatpak is bu
   (this grader) is hidden wherever it is installed; a private folder (the only writable place:
   its connection file, sockets and home),
   and empty ``/tmp`` and ``/dev``. Nothing else of the machine exists in its view;
-- **a real unprivileged user**: when the grader is root the kernel runs as ``nobody`` (uid 65534,
-  real credentials in the machine's own user namespace, not root behind a uid map), with no
-  capabilities and ``no_new_privs``; when the grader is an ordinary user the kernel runs as that
-  user, in a user namespace, and sees nothing of that user's files beyond the list above;
-- **limits**: address space (``--memory-mb``) and, as ``nobody``, a process count;
+- **a real unprivileged user of its own**: when the grader is root each kernel runs as a uid of
+  its own, taken from a pool (:func:`kernel_uid`: ``COURSE_KERNEL_UID_BASE`` and the next
+  ``KERNEL_UIDS``, held with a lock for the kernel's life; real credentials in the machine's own
+  user namespace, not root behind a uid map), with no capabilities and ``no_new_privs``; when the
+  grader is an ordinary user the kernel runs as that user, in a user namespace, and sees nothing of
+  that user's files beyond the list above;
+- **limits**: address space (``--memory-mb``) and, as root's kernels, a process count per uid
+  (``NPROC``), so one kernel's fork or thread flood cannot use up another kernel's processes;
 - **an end**: bwrap is the PID namespace's init and dies with its parent, so when the kernel ends
   or is killed, every process the submission started ends with it.
 
@@ -32,7 +35,35 @@ import subprocess
 import sys
 
 NOBODY = 65534
-NPROC = 256                     # processes of all grading kernels together, as nobody
+NPROC = 256                     # processes and threads of one grading kernel (its own uid)
+# the pool of kernel uids: no account has them; one per kernel running at a time, on this machine
+KERNEL_UID_BASE = int(os.environ.get("COURSE_KERNEL_UID_BASE", "2900000000"))
+KERNEL_UIDS = int(os.environ.get("COURSE_KERNEL_UIDS", "1024"))
+UID_LOCKS = os.environ.get("COURSE_KERNEL_UID_LOCKS", "/run/attention-course-kernel-uids")
+
+
+class NoKernelUid(RuntimeError):
+    """Every uid of the pool is held by a running kernel."""
+
+
+def kernel_uid():
+    """A uid of the pool that no running kernel holds, and the open lock that holds it (close it,
+    or let the process end, to give the uid back). Locks are ``flock``s on files of ``UID_LOCKS``,
+    so kernels of several graders (processes, batches, Dask workers of one machine) never share."""
+    import fcntl
+
+    os.makedirs(UID_LOCKS, mode=0o700, exist_ok=True)
+    start = os.getpid() % KERNEL_UIDS                 # spread the search: fewer collisions
+    for i in range(KERNEL_UIDS):
+        uid = KERNEL_UID_BASE + (start + i) % KERNEL_UIDS
+        handle = open(os.path.join(UID_LOCKS, f"{uid}.lock"), "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return uid, handle
+    raise NoKernelUid(f"all {KERNEL_UIDS} kernel uids from {KERNEL_UID_BASE} are in use")
 
 
 def _ancestors(path: str) -> list[str]:
@@ -103,28 +134,29 @@ def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
     return args
 
 
-def setpriv_args() -> list[str]:
-    """Become ``nobody`` for real, with no capabilities and no way to gain any."""
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+def setpriv_args(uid: int = NOBODY) -> list[str]:
+    """Become ``uid`` for real, with no capabilities and no way to gain any."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def wrap(command: list[str], private: str, package: str, memory_mb: int) -> list[str]:
-    """The command line that runs ``command`` inside the sandbox."""
+def wrap(command: list[str], private: str, package: str, memory_mb: int, uid: int = NOBODY) -> list[str]:
+    """The command line that runs ``command`` inside the sandbox (as ``uid`` when the grader is
+    root: give each kernel its own, from :func:`kernel_uid`)."""
     as_root = os.geteuid() == 0
-    launcher = [sys.executable, os.path.abspath(__file__), "--memory-mb", str(memory_mb),
+    launcher = [sys.executable, "-P", os.path.abspath(__file__), "--memory-mb", str(memory_mb),
                 "--nproc", str(NPROC if as_root else 0), "--"]
-    inner = setpriv_args() if as_root else []
+    inner = setpriv_args(uid) if as_root else []
     # the kernel's parent is the namespace's init (pid 1), so ipykernel must not watch its parent
     # pid (it would shut down at once); bwrap ends the kernel when the grader goes instead
     unwatched = ["env", "-u", "JPY_PARENT_PID"]
     return [*launcher, *bwrap_args(private, package, as_root), "--", *inner, *unwatched, *command]
 
 
-def prepare_private(folder: str) -> None:
-    """The kernel's private folder: its own (``nobody``'s when the grader is root), mode 0700."""
+def prepare_private(folder: str, uid: int = NOBODY) -> None:
+    """The kernel's private folder: its own (``uid``'s when the grader is root), mode 0700."""
     if os.geteuid() == 0:
-        os.chown(folder, NOBODY, NOBODY)
+        os.chown(folder, uid, uid)
     os.chmod(folder, 0o700)
 
 

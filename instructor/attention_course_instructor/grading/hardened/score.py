@@ -3,7 +3,8 @@
 The kernel's probe record of a cell goes to the lab's ``compare`` (:meth:`Lab.compare`), which
 rebuilds the inputs from the grading seed and compares with the reference. Every failure is kept
 as a message in the lab's words; the cell scores all or nothing. What the kernel itself reports
-(an exception's name, a crash) is quoted only as Python's own exception names.
+(an exception's name, a crash) is quoted only as Python's own exception names, and every message
+is bounded (:func:`bounded`): at most ``MAX_REASONS`` of them per cell, ``MAX_REASON_CHARS`` each.
 """
 from __future__ import annotations
 
@@ -14,12 +15,25 @@ from attention_course_instructor.grading.hardened.assemble import nbgrader_meta
 from attention_course_instructor.grading.hardened.probes import probe_record
 
 
+MAX_REASONS = 6                  # messages kept per cell
+MAX_REASON_CHARS = 300           # characters kept per message
+
+
+def bounded(reasons: list[str]) -> list[str]:
+    """The messages a cell reports, bounded in number and length whatever the checks made."""
+    kept = [str(r) if len(str(r)) <= MAX_REASON_CHARS else str(r)[:MAX_REASON_CHARS - 3] + "..."
+            for r in reasons[:MAX_REASONS]]
+    if len(reasons) > MAX_REASONS:
+        kept.append(f"and {len(reasons) - MAX_REASONS} more")
+    return kept
+
+
 @dataclass
 class CellGrade:
     grade_id: str
     points: float
     score: float | None                # None: graded by hand
-    status: str                        # passed | failed | error | timeout | died | manual | void
+    status: str                        # passed | failed | error | timeout | died | flood | manual | void
     reasons: list = field(default_factory=list)
 
     @property
@@ -34,6 +48,7 @@ class SubmissionGrade:
     flags: list[str] = field(default_factory=list)
     error: str = ""                    # why the whole submission got zero, if it did
     seconds: float = 0.0
+    fault: str = ""                    # the grader's own failure: no score is recorded for it
 
     @property
     def score(self) -> float:
@@ -56,7 +71,7 @@ def error_words(name: str) -> str:
 def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]:
     """One CellGrade per graded cell of the source, in notebook order."""
     broken = [f"{gid or 'an added cell'} {o.status}" for (role, gid), o in zip(roles, outcomes)
-              if role in ("solution", "run", "prelude", "extra") and o.status in ("timeout", "died")]
+              if role in ("solution", "run", "prelude", "extra") and o.status in ("timeout", "died", "flood")]
     context = f" (earlier: {', '.join(broken)})" if broken else ""
     grades = []
     for cell in source.cells:
@@ -69,9 +84,11 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
             grades.append(CellGrade(gid, points, None, "manual", ["graded by hand"]))
             continue
         outcome = outcomes[roles.index(("probe", gid))]
-        if outcome.status in ("timeout", "died"):
+        if outcome.status in ("timeout", "died", "flood"):
             reason = {"timeout": "the cell ran past its time limit",
-                      "died": "the kernel died (an exit, a crash or the memory limit)"}[outcome.status]
+                      "died": "the kernel died (an exit, a crash or the memory limit)",
+                      "flood": "the submission sent more output than grading accepts ("
+                               f"{outcome.error}): its grading stopped there"}[outcome.status]
             grades.append(CellGrade(gid, points, 0.0, outcome.status, [reason + context]))
             continue
         if outcome.status == "error":
@@ -87,7 +104,7 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
         except Exception:                          # an answer the comparison did not foresee
             failures = ["the answer could not be checked (its structure is not what the task asks for)"]
         grades.append(CellGrade(gid, points, 0.0 if failures else points,
-                                "failed" if failures else "passed", failures))
+                                "failed" if failures else "passed", bounded(failures)))
     return grades
 
 

@@ -2,18 +2,27 @@
 
 Started by :class:`~attention_course_instructor.grading.hardened.executors.LocalWorkers`; it grades with
 :func:`~attention_course_instructor.grading.hardened.grade_submission`. Anything else printed on the way
-goes to stderr, so that the answer channel carries results only.
+goes to stderr, so that the answer channel carries results only. Its own address space is bounded
+(``COURSE_WORKER_MEMORY_MB``, default 8192): the grader keeps little of what a kernel sends
+(:class:`~attention_course_instructor.grading.hardened.kernel.Caps`), and should that ever fail,
+the worker dies alone and its submission is graded again, then zeroed with the reason.
 """
 from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 
+WORKER_MEMORY_MB = int(os.environ.get("COURSE_WORKER_MEMORY_MB", "8192"))
+
+
 def main() -> None:
+    limit = WORKER_MEMORY_MB * 2 ** 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr                       # stray prints must not corrupt the answers
     from attention_course_instructor.grading.hardened import grade_submission
