@@ -6,7 +6,8 @@ Issue 41 asks for a batch of 40 submissions of both labs, 30 honest and 10 hosti
 ``--jobs`` equal to the CPU count and at twice that, with every honest score identical to grading
 that student alone, every hostile one a zero with a reason, the records complete, and the machine's
 free memory above a stated floor. This measures it and writes ``benchmarks/results/grading_load.md``
-(times, peak memory of the grader's processes and of the kernels, the lowest free memory).
+(times, peak memory of the grader's processes and of the kernels as proportional set sizes, the
+lowest available memory).
 
 Honest students (15 per lab): the solution, the released notebook untouched, and the solution with
 one task wrong. Hostile students (5 per lab), each answer cell of theirs replaced by: a thread
@@ -92,9 +93,22 @@ def make_class(root: Path) -> dict[str, dict[str, str]]:
     return kinds
 
 
+def proportional_mb(proc: Path, status: dict) -> float:
+    """A process's proportional set size (its share of pages it shares with others, so that a
+    fork flood's copies of one kernel are not counted over and over), else its resident size."""
+    try:
+        for line in (proc / "smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return int(status.get("VmRSS", "0 kB").split()[0]) / 1024
+
+
 class MemoryWatch:
-    """Samples, twice a second: the machine's available memory, the resident memory of this
-    process and its children (the grader), and of the kernels (every process of a pool uid)."""
+    """Samples, twice a second: the machine's available memory, the memory (proportional set
+    size) of this process and its children (the grader), and of the kernels (every process of a
+    pool uid)."""
 
     def __init__(self):
         self.min_available_mb = float("inf")
@@ -121,7 +135,7 @@ class MemoryWatch:
                                   if ":" in line)
                 except OSError:
                     continue
-                rss = int(status.get("VmRSS", "0 kB").split()[0]) / 1024
+                rss = proportional_mb(proc, status)
                 uid = int(status.get("Uid", "0").split()[0])
                 parents[int(proc.name)] = (int(status.get("PPid", "0")), rss)
                 if sandbox.KERNEL_UID_BASE <= uid < sandbox.KERNEL_UID_BASE + sandbox.KERNEL_UIDS:
@@ -194,7 +208,7 @@ def report(rows: list[dict], alone_seconds: float) -> str:
         "limit (one of each per lab, in every answer cell).",
         f"Each honest kind graded alone first took {alone_seconds:.0f} s.", "",
         "| jobs | time (s) | honest as graded alone | hostile: zero with a reason | records complete "
-        "| grader faults | peak grader RSS (MB) | peak kernels RSS (MB) | lowest available (MB) "
+        "| grader faults | peak grader PSS (MB) | peak kernels PSS (MB) | lowest available (MB) "
         f"| above the {FREE_MEMORY_FLOOR_MB} MB floor |",
         "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
