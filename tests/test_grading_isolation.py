@@ -12,9 +12,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -260,3 +257,19 @@ def test_a_package_copy_in_the_current_folder_does_not_shadow_the_grader(tmp_pat
     monkeypatch.chdir(tmp_path / "course")
     [result] = grade_batch(GradingRun(course.root, "fixture", limits=QUICK), jobs=1)
     assert result.score == 2.0 and not result.error, result
+
+
+def test_the_guide_states_the_limits_the_grader_applies():
+    from attention_course_instructor.grading.hardened import score
+    from attention_course_instructor.grading.hardened.worker import WORKER_MEMORY_MB
+
+    guide = " ".join((REPO / "book" / "instructors" / "grading.md").read_text().split())
+    caps = kernel_module.Caps()
+    for words in (f"past {caps.output_bytes // 2 ** 20} MB or {caps.messages:,} messages",
+                  f"No message may exceed {caps.message_bytes // 2 ** 20} MB and at most {caps.queued}",
+                  f"at most {score.MAX_REASONS} messages of at most {score.MAX_REASON_CHARS} characters",
+                  f"a limit of {sandbox.NPROC} processes and threads",
+                  f"default {sandbox.KERNEL_UID_BASE}, and the next {sandbox.KERNEL_UIDS}",
+                  f"`COURSE_WORKER_MEMORY_MB`, {WORKER_MEMORY_MB}",
+                  f"tried {['once', 'twice', 'three times'][kernel_module.START_ATTEMPTS - 1]}"):
+        assert words in guide, words

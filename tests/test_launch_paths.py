@@ -42,9 +42,9 @@ def fresh_env(folder: Path) -> tuple[Path, dict]:
     return python, env
 
 
-def with_answers(release: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The downloaded notebook as a student hands it in: every answer cell filled in."""
-    solution = nbformat.read(REPO / "solutions" / "lab8" / "lab8.ipynb", as_version=4)
+def with_answers(release: nbformat.NotebookNode, lab: str = "lab8") -> nbformat.NotebookNode:
+    """The released notebook as a student hands it in: every answer cell as the solution has it."""
+    solution = nbformat.read(REPO / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
                if c.metadata.get("nbgrader", {}).get("solution")}
     for c in release.cells:

@@ -11,7 +11,6 @@ import functools
 import http.server
 import importlib.metadata as metadata
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ from packaging.requirements import Requirement
 from attention_course import __version__
 from attention_course_instructor.book import build, edition, leaks
 from conftest import REPO
-from test_launch_paths import fresh_env
+from test_launch_paths import fresh_env, with_answers
 
 LABS = edition.LABS
 STUDENT_REPOSITORY = build.settings()["student_repository"]
@@ -146,26 +145,13 @@ def test_an_import_the_wheel_does_not_declare_is_caught(student_wheel, tmp_path)
     assert done.returncode != 0 and "No module named 'rapidfuzz'" in done.stderr
 
 
-def with_answers(lab: str) -> nbformat.NotebookNode:
-    """The released notebook with every answer cell as the solution has it (a student's work)."""
-    release = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4)
-    solution = nbformat.read(REPO / "solutions" / lab / f"{lab}.ipynb", as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
-    for cell in release.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-    return release
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", LABS)
 def test_a_released_lab_runs_with_only_the_student_wheel(declared_env, lab, tmp_path, monkeypatch):
     _, jupyter_path = declared_env
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")          # grading-length training
-    nb = with_answers(lab)
+    nb = with_answers(nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4), lab)
     client = NotebookClient(nb, kernel_name="declared", timeout=600,
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
