@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from test_dask_grading import Cluster, comparable  # noqa: E402
 
-from attention_course_instructor.grading import pipeline  # noqa: E402
+import nbgrader_harness as harness  # noqa: E402
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch  # noqa: E402
 from attention_course_instructor.grading.hardened.dask_workers import DaskWorkers, submission_files  # noqa: E402
 
@@ -40,8 +40,8 @@ WRONG_MAP = "def attention_map(weights, reading, n_columns):\n    return weights
 
 
 def make_course(tmp: Path) -> GradingRun:
-    course = pipeline.make_course(tmp / "course", REPO / "source" / "lab8", "lab8")
-    pipeline.generate(course, "lab8")
+    course = harness.make_course(tmp / "course", REPO / "source" / "lab8", "lab8")
+    harness.generate(course, "lab8")
     solution = nbformat.read(REPO / "solutions" / "lab8" / "lab8.ipynb", as_version=4)
     wrong = nbformat.from_dict(json.loads(json.dumps(solution)))
     next(c for c in wrong.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "task6_solution").source = WRONG_MAP

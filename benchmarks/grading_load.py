@@ -28,10 +28,14 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course_instructor.grading import pipeline
-from attention_course_instructor.grading.hardened import GradingRun, grade_batch, nbgrader_meta, sandbox
+from attention_course_instructor.grading.notebook import is_solution
+from attention_course_instructor.grading.hardened import GradingRun, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.kernel import Limits
 from attention_course_instructor.grading.hardened.record import record_batch
+
+# the throw-away nbgrader course of the tests (tests/nbgrader_harness.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import nbgrader_harness as harness  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "grading_load.md"
@@ -52,7 +56,7 @@ HONEST_PER_LAB, HOSTILE = 15, {
 
 
 def answer_cells(nb) -> list:
-    return [c for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"]
+    return [c for c in nb.cells if is_solution(c) and c.cell_type == "code"]
 
 
 def honest(lab: str, i: int, solution, release):
@@ -79,8 +83,8 @@ def make_class(root: Path) -> dict[str, dict[str, str]]:
     """The course with both labs and 40 submissions; lab -> student -> kind."""
     kinds = {}
     for lab in LABS:
-        course = pipeline.make_course(root, REPO / "source" / lab, lab)
-        release, solutions = pipeline.generate(course, lab)
+        course = harness.make_course(root, REPO / "source" / lab, lab)
+        release, solutions = harness.generate(course, lab)
         solution = nbformat.read(solutions / f"{lab}.ipynb", as_version=4)
         released = nbformat.read(release / f"{lab}.ipynb", as_version=4)
         students = {f"{lab}-honest-{i:02d}": honest(lab, i, solution, released) for i in range(HONEST_PER_LAB)}

@@ -12,9 +12,9 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
 
-REPO = pipeline.REPO
+REPO = harness.REPO
 
 
 def load_nb(path) -> nbformat.NotebookNode:
@@ -31,15 +31,15 @@ class GradedAssignment:
     def __init__(self, tmp: Path, source: Path, assignment: str):
         self.assignment = assignment
         self.source_nb_path = source / f"{assignment}.ipynb"
-        self.course = pipeline.make_course(tmp, source, assignment)
-        self.release, self.solutions = pipeline.generate(self.course, assignment)
+        self.course = harness.make_course(tmp, source, assignment)
+        self.release, self.solutions = harness.generate(self.course, assignment)
         self.notebook = f"{assignment}.ipynb"
 
-    def grade(self, submissions: dict[str, Path]) -> dict[str, dict[str, pipeline.CellScore]]:
+    def grade(self, submissions: dict[str, Path]) -> dict[str, dict[str, harness.CellScore]]:
         for student, nb in submissions.items():
-            pipeline.submit(self.course, self.assignment, student, nb)
-        pipeline.autograde(self.course, self.assignment)
-        return {s: pipeline.scores(self.course, self.assignment, s) for s in submissions}
+            harness.submit(self.course, self.assignment, student, nb)
+        harness.autograde(self.course, self.assignment)
+        return {s: harness.scores(self.course, self.assignment, s) for s in submissions}
 
 
 @pytest.fixture(scope="session")

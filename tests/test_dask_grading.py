@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
 from attention_course_instructor.grading.hardened.executors import BATCH_PREFIX
@@ -100,8 +100,8 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = pipeline.make_course(tmp_path_factory.mktemp("dask") / "course", REPO / "source" / "lab8", "lab8")
-    pipeline.generate(course, "lab8")
+    course = harness.make_course(tmp_path_factory.mktemp("dask") / "course", REPO / "source" / "lab8", "lab8")
+    harness.generate(course, "lab8")
     solution = nbformat.read(REPO / "solutions" / "lab8" / "lab8.ipynb", as_version=4)
     cases = variants(solution, course.root)
     for student in CASES:
@@ -164,8 +164,8 @@ def test_a_worker_that_cannot_sandbox_is_refused(cluster):
 def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp_path):
     """The command line end to end: the control and the batch on the cluster, the gradebook,
     autograded notebooks and report written here."""
-    course = pipeline.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
-    pipeline.generate(course, "lab8")
+    course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
+    harness.generate(course, "lab8")
     solution = (REPO / "solutions" / "lab8" / "lab8.ipynb").read_bytes()
     for student, data in (("ann", solution),
                           ("bea", (course.root / "labs" / "lab8" / "lab8.ipynb").read_bytes())):
@@ -176,8 +176,8 @@ def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp
                            str(course.root), "--scheduler", cluster.address], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sum(s.score for s in pipeline.scores(course, "lab8", "ann").values()) == 23
-    assert sum(s.score for s in pipeline.scores(course, "lab8", "bea").values()) == 0
+    assert sum(s.score for s in harness.scores(course, "lab8", "ann").values()) == 23
+    assert sum(s.score for s in harness.scores(course, "lab8", "bea").values()) == 0
     assert (course.root / "autograded" / "ann" / "lab8" / "lab8.ipynb").exists()
     assert (course.root / "feedback" / "bea" / "lab8" / "lab8.html").exists()
 

@@ -15,8 +15,9 @@ import threading
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
-from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta, sandbox
+import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import grade_id
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def variants(solution, release) -> dict:
 
     family = {"solution": copy(solution), "release": copy(release)}
     edited = copy(solution)                      # a real edit of a test cell: restored, and reported
-    cell = next(c for c in edited.cells if nbgrader_meta(c).get("grade_id") == "task6_map_test")
+    cell = next(c for c in edited.cells if grade_id(c) == "task6_map_test")
     cell.source = "pass"
     family["edited_test"] = edited
     metrics = list(METRICS_CHAIN)
@@ -81,7 +82,7 @@ def variants(solution, release) -> dict:
             other = metrics[(i + k) % len(metrics)] if i < len(metrics) else None
             targets = [(name, ATTENTION_CHAIN[name])] + ([(other, METRICS_CHAIN[other])] if other else [])
             for fn, gid in targets:
-                at = next(j for j, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == gid)
+                at = next(j for j, c in enumerate(nb.cells) if grade_id(c) == gid)
                 nb.cells.insert(at + 1, nbformat.v4.new_code_cell(PERTURB + "\n" + wrapper(fn, kind)))
             family[f"{kind}_{name}" + (f"+{other}" if other else "")] = nb
     return family
@@ -91,15 +92,15 @@ def variants(solution, release) -> dict:
 def outcomes(tmp_path_factory):
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
-    base = pipeline.make_course(tmp_path_factory.mktemp("family"), REPO / "source" / "lab8", "lab8")
-    release, solutions = pipeline.generate(base, "lab8")
+    base = harness.make_course(tmp_path_factory.mktemp("family"), REPO / "source" / "lab8", "lab8")
+    release, solutions = harness.generate(base, "lab8")
     family = variants(load_nb(solutions / "lab8.ipynb"), load_nb(release / "lab8.ipynb"))
     # nbgrader: two course directories graded at once, half of the family each
     names = list(family)
     courses = []
     for half in (names[0::2], names[1::2]):
-        course = pipeline.make_course(tmp_path_factory.mktemp("nbgrader"), REPO / "source" / "lab8", "lab8")
-        pipeline.generate(course, "lab8")
+        course = harness.make_course(tmp_path_factory.mktemp("nbgrader"), REPO / "source" / "lab8", "lab8")
+        harness.generate(course, "lab8")
         for student in half:
             folder = course.root / "submitted" / student / "lab8"
             folder.mkdir(parents=True)
@@ -109,7 +110,7 @@ def outcomes(tmp_path_factory):
 
     def autograde(course):
         try:
-            logs.append(pipeline.autograde(course, "lab8", seed=SEED))
+            logs.append(harness.autograde(course, "lab8", seed=SEED))
         except Exception as exc:                       # re-raised below, in the test's thread
             errors.append(exc)
 
@@ -122,7 +123,7 @@ def outcomes(tmp_path_factory):
     for course, half in courses:
         for student in half:
             nbgrader[student] = {cell: s.score == s.max_score
-                                 for cell, s in pipeline.scores(course, "lab8", student).items()}
+                                 for cell, s in harness.scores(course, "lab8", student).items()}
     # hardened: the same notebooks, the same seed
     for student, nb in family.items():
         folder = base.root / "submitted" / student / "lab8"
@@ -132,7 +133,7 @@ def outcomes(tmp_path_factory):
     hardened = {r.student: r for r in grade_batch(run, jobs=2)}
     warned = {}
     for log in logs:
-        warned |= pipeline.warnings_by_student(log, "lab8")
+        warned |= harness.warnings_by_student(log, "lab8")
     return family, nbgrader, hardened, warned
 
 
@@ -146,7 +147,7 @@ def test_the_family_covers_every_graded_function_and_kind(outcomes):
 
 def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
     family, nbgrader, hardened, _ = outcomes
-    graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
     disagreements = []
     for student in family:
         mine = {c.grade_id: c for c in hardened[student].cells}
@@ -160,7 +161,7 @@ def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
 
 def test_the_solution_passes_the_release_fails_and_variants_lose_points(outcomes):
     family, nbgrader, hardened, _ = outcomes
-    graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
     assert all(nbgrader["solution"][c] for c in graded) and hardened["solution"].score == 23
     assert not any(nbgrader["release"][c] for c in graded) and hardened["release"].score == 0
     for student in family:
@@ -175,7 +176,7 @@ def test_only_a_real_edit_of_a_test_cell_raises_a_checksum_warning(outcomes):
     checksum = {s: [w for w in warned.get(s, []) if "checksum" in w] for s in family}
     assert checksum["edited_test"] and "task6_map_test" in checksum["edited_test"][0]
     assert {s: w for s, w in checksum.items() if w and s != "edited_test"} == {}
-    graded = pipeline.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
     assert hardened["edited_test"].score == 23 and all(nbgrader["edited_test"][c] for c in graded)
 
 

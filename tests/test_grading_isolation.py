@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
 from attention_course_instructor.grading.checks import Expect, TensorAnswer, kernel_seed
 from attention_course_instructor.grading.hardened import (GradingRun, Limits, grade_batch, grade_submission,
                                                           kernel as kernel_module, sandbox)
@@ -37,8 +37,8 @@ def needs_sandbox():
 def course_with(tmp: Path, source: Path, lab: str, answers: dict[str, str | None]):
     """A course of ``lab`` whose students hand in the solution with one answer cell replaced
     (``{student: code}``; None: the solution as it is)."""
-    course = pipeline.make_course(tmp, source, lab)
-    _, solutions = pipeline.generate(course, lab)
+    course = harness.make_course(tmp, source, lab)
+    _, solutions = harness.generate(course, lab)
     solution = nbformat.read(solutions / f"{lab}.ipynb", as_version=4)
     cell = next(c for c in solution.cells if c.metadata.get("nbgrader", {}).get("solution")
                 and c.cell_type == "code")

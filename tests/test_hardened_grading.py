@@ -20,9 +20,10 @@ import pytest
 import torch
 from nbgrader.utils import compute_checksum
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import grade_id, is_grade, is_solution
 from attention_course_instructor.grading.hardened import sandbox
-from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, nbgrader_meta
+from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
 from attention_course_instructor.grading.hardened.record import record_batch, write_autograded, write_gradebook
 from conftest import REPO
 
@@ -32,7 +33,7 @@ LIMITS = Limits(cell_seconds=15, run_seconds=240, memory_mb=4096)
 
 
 def cell(nb, gid):
-    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == gid)
+    return next(c for c in nb.cells if grade_id(c) == gid)
 
 
 def with_task6(nb, code):
@@ -186,7 +187,16 @@ def variants(solution: nbformat.NotebookNode, course_root: Path) -> dict:
                                        f"print('{SMUGGLED_NAME} in stdout')\n"
                                        "def attention_map(weights, reading, n_columns):\n"
                                        f"    raise {SMUGGLED_NAME}('{SMUGGLED_NAME} in the message')\n")
+    nb = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n"
+                    "    return first_rows(weights, len(reading) + EXTRA_ROWS)[:, :n_columns]\n")
+    nb.cells.insert(nb.cells.index(cell(nb, "task6_solution")) + 1, nbformat.v4.new_code_cell(ADDED_HELPER))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(ADDED_AT_TOP))
+    v["t27_added"] = nb
     return v
+
+
+ADDED_AT_TOP = "EXTRA_ROWS = 1                     # a cell the student added above everything"
+ADDED_HELPER = "def first_rows(weights, n):\n    return weights[:min(n, weights.shape[0])]\n"
 
 
 DETACHED_MARKER = "course-detached-marker-4242"
@@ -198,11 +208,11 @@ def graded(tmp_path_factory):
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
     root = tmp_path_factory.mktemp("hardened")
-    course = pipeline.make_course(root / "course", REPO / "source" / "lab8", "lab8")
+    course = harness.make_course(root / "course", REPO / "source" / "lab8", "lab8")
     # outside the kernel's view: a root-owned 755 folder and a second copy of the course's checks
     (root / "protected").mkdir(mode=0o755)
     shutil.copytree(REPO / "source" / "lab8", root / "second-course" / "source" / "lab8")
-    _, solutions = pipeline.generate(course, "lab8")
+    _, solutions = harness.generate(course, "lab8")
     solution = nbformat.read(solutions / "lab8.ipynb", as_version=4)
     for student, nb in variants(solution, course.root).items():
         folder = course.root / "submitted" / student / "lab8"
@@ -239,6 +249,23 @@ def score(graded, student):
 
 def by_cell(graded, student):
     return {c.grade_id: c for c in graded["results"][student].cells}
+
+
+def test_cells_a_student_added_run_and_show_where_they_ran_in_the_autograded_notebook(graded):
+    """An added helper runs right after the answer it followed; one added above everything runs
+    before the first answer; the autograded notebook shows both, where they ran."""
+    result = graded["results"]["t27_added"]
+    assert result.score == FULL, [c for c in result.cells if c.score != c.points]
+    assert "2 code cell(s) you added were run too" in result.flags
+    course = graded["course"]
+    nb = nbformat.read(course.root / "autograded" / "t27_added" / "lab8" / "lab8.ipynb", as_version=4)
+    sources = [c.source for c in nb.cells]
+    top, helper = sources.index(ADDED_AT_TOP), sources.index(ADDED_HELPER)
+    first_answer = next(i for i, c in enumerate(nb.cells)
+                        if c.cell_type == "code" and (is_grade(c) or is_solution(c)))
+    assert top == first_answer - 1
+    assert grade_id(nb.cells[helper - 1]) == "task6_solution"
+    assert nb.cells[top].metadata.get("nbgrader") is None
 
 
 def test_the_solution_gets_full_marks_and_grading_is_deterministic(graded):
@@ -403,7 +430,7 @@ def test_files_elsewhere_cannot_be_read_nor_anything_smuggled_back(graded):
     words += [f for r in graded["results"].values() for f in r.flags]
     for path in (course.root / "autograded").rglob("*.ipynb"):
         for cell in nbformat.read(path, as_version=4).cells:
-            if nbgrader_meta(cell).get("grade") and cell.cell_type == "code":
+            if is_grade(cell) and cell.cell_type == "code":
                 words += [json.dumps(o) for o in cell.outputs]
     words += [p.read_text() for p in graded["report"].iterdir()]
     for text in words:
@@ -418,9 +445,9 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
 
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable")
-    course = pipeline.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
-    _, solutions = pipeline.generate(course, "lab8")
-    pipeline.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
+    course = harness.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
+    _, solutions = harness.generate(course, "lab8")
+    harness.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
     source_path = course.root / "source/lab8/lab8.ipynb"
     nb = nbformat.read(source_path, as_version=4)
     cell(nb, "setup").source = "import a_package_the_grader_lacks\n" + cell(nb, "setup").source

@@ -14,8 +14,9 @@ import sys
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
-from attention_course_instructor.grading.hardened import nbgrader_meta, sandbox
+import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import grade_id
+from attention_course_instructor.grading.hardened import sandbox
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -23,7 +24,7 @@ FULL, WITHOUT_TASK6, LAB8_FULL = 27.0, 25.0, 23.0
 
 
 def cell(nb, gid):
-    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == gid)
+    return next(c for c in nb.cells if grade_id(c) == gid)
 
 
 def variants(solution, course_root):
@@ -73,10 +74,10 @@ def graded(tmp_path_factory):
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
     root = tmp_path_factory.mktemp("hardened12") / "course"
-    course = pipeline.make_course(root, REPO / "source" / "lab12", "lab12")
-    pipeline.make_course(root, REPO / "source" / "lab8", "lab8")
-    _, solutions = pipeline.generate(course, "lab12")
-    pipeline.generate(course, "lab8")
+    course = harness.make_course(root, REPO / "source" / "lab12", "lab12")
+    harness.make_course(root, REPO / "source" / "lab8", "lab8")
+    _, solutions = harness.generate(course, "lab12")
+    harness.generate(course, "lab8")
     for student, nb in variants(nbformat.read(solutions / "lab12.ipynb", as_version=4), root).items():
         folder = root / "submitted" / student / "lab12"
         folder.mkdir(parents=True)
@@ -93,11 +94,11 @@ def graded(tmp_path_factory):
                            "--course", str(root), "--jobs", "2", "--seed", "11", "--cell-timeout", "20",
                            "--run-timeout", "240"], capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {"course": pipeline.TempCourse(root), "stdout": done.stdout}
+    return {"course": harness.TempCourse(root), "stdout": done.stdout}
 
 
 def total(graded, lab, student):
-    return sum(s.score for s in pipeline.scores(graded["course"], lab, student).values())
+    return sum(s.score for s in harness.scores(graded["course"], lab, student).values())
 
 
 def test_one_batch_grades_both_labs(graded):
@@ -122,7 +123,7 @@ def test_the_course_files_are_out_of_a_submission_s_reach(graded):
                                      "t14_exit", "t15_loop", "t19_environment", "t21_kill_all",
                                      "gates_left_off"])
 def test_attacks_on_one_task_lose_only_that_task(graded, student):
-    scores = pipeline.scores(graded["course"], "lab12", student)
+    scores = harness.scores(graded["course"], "lab12", student)
     assert scores["task6_ablation_test"].score == 0
     assert sum(s.score for s in scores.values()) == WITHOUT_TASK6
 

@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from attention_course_instructor.grading.preprocessors import released_source
+from attention_course_instructor.grading.notebook import released_test_source
 from conftest import REPO, load_nb
 
 LONG_RUNNING = {"task5_train", "task5_compare", "task6_maps", "data_show"}
@@ -69,7 +69,7 @@ def run_visible(nb, replace_after: str, wrong: str):
         gid = meta.get("grade_id")
         if cell.cell_type != "code" or gid in LONG_RUNNING:
             continue
-        code = released_source(cell.source) if meta.get("grade") else cell.source
+        code = released_test_source(cell.source) if meta.get("grade") else cell.source
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(code, gid, "exec"), namespace)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import jupytext
 import pytest
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow
@@ -55,16 +55,16 @@ def test_text_pair_matches_notebook(lab):
 
 def test_release_and_solutions_are_in_sync(graded):
     lab, assignment = graded
-    pipeline.assert_in_sync(assignment.release, REPO / "labs" / lab)
-    pipeline.assert_in_sync(assignment.solutions, REPO / "solutions" / lab)
+    harness.assert_in_sync(assignment.release, REPO / "labs" / lab)
+    harness.assert_in_sync(assignment.solutions, REPO / "solutions" / lab)
 
 
 def test_nothing_leaks(graded):
     lab, assignment = graded
     src = load_nb(assignment.source_nb_path)
-    pipeline.assert_no_leaks(src, load_nb(REPO / "labs" / lab / f"{lab}.ipynb"))
+    harness.assert_no_leaks(src, load_nb(REPO / "labs" / lab / f"{lab}.ipynb"))
     solutions = load_nb(REPO / "solutions" / lab / f"{lab}.ipynb")
-    pipeline.assert_no_leaks(src, solutions, allow_solutions=True)
+    harness.assert_no_leaks(src, solutions, allow_solutions=True)
     assert "BEGIN SOLUTION" not in "".join(c.source for c in solutions.cells)
 
 
@@ -74,7 +74,7 @@ def test_notebooks_are_nbformat_45_with_unique_ids(lab):
                  REPO / f"solutions/{lab}/{lab}.ipynb"):
         nb = load_nb(path)
         assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path
-        assert pipeline.cell_ids_unique(nb), path
+        assert harness.cell_ids_unique(nb), path
 
 
 @pytest.mark.parametrize("lab", sorted(LABS))
@@ -146,7 +146,7 @@ def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(graded):
     lab, assignment = graded
     scores = assignment.grade({"solution": REPO / "solutions" / lab / f"{lab}.ipynb",
                                "untouched": REPO / "labs" / lab / f"{lab}.ipynb"})
-    auto = set(pipeline.autograded_test_cells(load_nb(source(lab) / f"{lab}.ipynb")))
+    auto = set(harness.autograded_test_cells(load_nb(source(lab) / f"{lab}.ipynb")))
     solution, untouched = ({c: s for c, s in scores[who].items() if c in auto}
                            for who in ("solution", "untouched"))
     assert set(solution) == auto and sum(s.max_score for s in solution.values()) == \

@@ -6,7 +6,7 @@ import shutil
 import nbformat
 import pytest
 
-from attention_course_instructor.grading import pipeline
+import nbgrader_harness as harness
 from conftest import REPO, load_nb
 
 FIXTURE = REPO / "tests" / "fixtures" / "course"
@@ -19,7 +19,7 @@ def fixture_lab(graded_assignment):
 
 
 def test_committed_release_is_in_sync(fixture_lab):
-    pipeline.assert_in_sync(fixture_lab.release, FIXTURE / "labs" / "fixture")
+    harness.assert_in_sync(fixture_lab.release, FIXTURE / "labs" / "fixture")
 
 
 def test_stale_release_is_detected(fixture_lab, tmp_path):
@@ -28,15 +28,15 @@ def test_stale_release_is_detected(fixture_lab, tmp_path):
     nb = load_nb(stale / "fixture.ipynb")
     nb.cells[2].source += "\n# an edit made to source/ after the release was generated"
     nbformat.write(nb, stale / "fixture.ipynb")
-    with pytest.raises(pipeline.PipelineError, match="stale"):
-        pipeline.assert_in_sync(fixture_lab.release, stale)
+    with pytest.raises(harness.PipelineError, match="stale"):
+        harness.assert_in_sync(fixture_lab.release, stale)
 
 
 def test_release_and_solutions_leak_nothing(fixture_lab):
     source = load_nb(fixture_lab.source_nb_path)
-    pipeline.assert_no_leaks(source, load_nb(fixture_lab.release / "fixture.ipynb"))
+    harness.assert_no_leaks(source, load_nb(fixture_lab.release / "fixture.ipynb"))
     solutions = load_nb(fixture_lab.solutions / "fixture.ipynb")
-    pipeline.assert_no_leaks(source, solutions, allow_solutions=True)
+    harness.assert_no_leaks(source, solutions, allow_solutions=True)
     text = "\n".join(c.source for c in solutions.cells)
     assert "BEGIN SOLUTION" not in text and "shifted / shifted.sum()" in text
 
@@ -51,8 +51,8 @@ def test_leaks_are_detected(fixture_lab, leak):
     else:
         release.cells[2].source = source.cells[2].source.replace("    ### BEGIN SOLUTION\n", "") \
             .replace("    ### END SOLUTION", "")
-    with pytest.raises(pipeline.PipelineError, match=leak):
-        pipeline.assert_no_leaks(source, release)
+    with pytest.raises(harness.PipelineError, match=leak):
+        harness.assert_no_leaks(source, release)
 
 
 def test_notebooks_are_nbformat_45_with_unique_ids(fixture_lab):
@@ -60,13 +60,13 @@ def test_notebooks_are_nbformat_45_with_unique_ids(fixture_lab):
                  fixture_lab.solutions / "fixture.ipynb"):
         nb = load_nb(path)
         assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), path
-        assert pipeline.cell_ids_unique(nb), path
+        assert harness.cell_ids_unique(nb), path
 
 
 def test_solution_full_marks_and_release_zero(fixture_lab):
     result = fixture_lab.grade({"solution": fixture_lab.solutions / "fixture.ipynb",
                                 "untouched": fixture_lab.release / "fixture.ipynb"})
-    auto = pipeline.autograded_test_cells(load_nb(fixture_lab.source_nb_path))
+    auto = harness.autograded_test_cells(load_nb(fixture_lab.source_nb_path))
     assert auto == ["test_softmax"]
     for cell in auto:
         assert result["solution"][cell].score == result["solution"][cell].max_score == 2

@@ -3,8 +3,13 @@
 - :mod:`~attention_course_instructor.grading.checks` -- the checks framework: a lab's ``source/<lab>/checks.py``
   says, once, how each graded cell's inputs are made, what is called and how it is compared;
   both nbgrader's hidden tests and the hardened grader run it;
-- :mod:`~attention_course_instructor.grading.pipeline` -- the nbgrader pipeline driven from Python (release,
-  solutions, autograde, gradebook scores) for the tests;
+- :mod:`~attention_course_instructor.grading.notebook` -- one model of an nbgrader notebook: cell
+  roles (built on ``nbgrader.utils``), markers, the released form of a test cell, and a
+  submission matched to its source;
+- :mod:`~attention_course_instructor.grading.kernel_runtime` -- what runs inside a grading kernel (or
+  nbgrader's, for a hidden test): a probe's student calls, returned as plain data;
+- :mod:`~attention_course_instructor.grading.nbgrader_cli` -- the ``nbgrader`` command on a course
+  directory, with the course's configuration;
 - :mod:`~attention_course_instructor.grading.preprocessors` -- the course's nbgrader preprocessors;
 - :mod:`~attention_course_instructor.grading.exchange` -- nbgrader's exchange with forged submissions refused
   at collection (selected in the course's ``nbgrader_config.py``);

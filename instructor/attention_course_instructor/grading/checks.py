@@ -32,7 +32,7 @@ How each grader runs a check:
   into the sandboxed kernel, as source (:func:`kernel_source`); the probe's results come back as
   plain data and ``compare`` runs in the grader's own process.
 
-In both, the probe's results pass through the same plain-data round trip (:data:`RUNTIME`'s
+In both, the probe's results pass through the same plain-data round trip (:mod:`~attention_course_instructor.grading.kernel_runtime`'s
 ``plain``, then :func:`from_plain`), so ``compare`` sees the same values and says the same words.
 Messages never quote text produced by student code (an exception's class name only when it is one
 of Python's own) nor a value derived from the reference.
@@ -54,6 +54,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attention_course_instructor.grading.kernel_runtime import _course_runtime
+
 #: ``COURSE_CHECKS_DIR`` names ``source/<lab>/`` while nbgrader autogrades (set by the course's
 #: preprocessor); ``COURSE_GRADING_SEED`` varies the inputs (default 0).
 CHECKS_DIR_VARIABLE, SEED_VARIABLE = "COURSE_CHECKS_DIR", "COURSE_GRADING_SEED"
@@ -62,100 +64,6 @@ CHECKS_FILE = "checks.py"
 # Exception classes whose names may be quoted back to a student (Python's own, not the student's).
 QUOTABLE_ERRORS = frozenset(name for name, obj in vars(builtins).items()
                             if isinstance(obj, type) and issubclass(obj, BaseException))
-
-# ---- the probe runtime: defined once, run in the student's kernel by both graders ----------------
-
-RUNTIME = r'''
-def _course_runtime():
-    import builtins, json
-    import torch
-    _type, _isinstance, _str, _int, _len = builtins.type, builtins.isinstance, builtins.str, builtins.int, builtins.len
-    _Tensor, _tolist, _flatten = torch.Tensor, torch.Tensor.tolist, torch.Tensor.flatten
-    _detach, _double, _numel = torch.Tensor.detach, torch.Tensor.double, torch.Tensor.numel
-    _dumps, _BaseException, _getattr = json.dumps, builtins.BaseException, builtins.getattr
-
-    class Raised:
-        """A student's call raised: only the class's name and whether it is Python's own."""
-        def __init__(self, error):
-            t = _type(error)
-            self.name, self.builtin = t.__name__, t.__module__ == "builtins"
-
-    class Missing:
-        def __init__(self, name):
-            self.name = name
-
-    class Answer:
-        """The student's namespace: ``answer.f(...)`` calls their ``f``; an exception becomes Raised."""
-        def __init__(self, namespace):
-            self._namespace = namespace
-        def __getattr__(self, name):
-            if name.startswith("_"):
-                raise AttributeError(name)
-            fn = self._namespace.get(name)
-            if fn is None or not callable(fn):
-                return lambda *a, **k: Missing(name)
-            def call(*args, **kwargs):
-                try:
-                    return fn(*args, **kwargs)
-                except _BaseException as error:          # noqa: B902 -- a probe survives anything
-                    return Raised(error)
-            return call
-        @staticmethod
-        def failed(value):
-            return _isinstance(value, (Raised, Missing))
-
-    def plain(x, depth=0):
-        if depth > 8:
-            return {"kind": "too-deep"}
-        t = _type(x)
-        if _isinstance(x, _Tensor):
-            on_cpu = _str(x.device) == "cpu"
-            small = _numel(x) <= 200000
-            data = _tolist(_flatten(_double(_detach(x)))) if on_cpu and small and not x.is_complex() else None
-            return {"kind": "tensor", "type": t.__module__ + "." + t.__qualname__,
-                    "dtype": _str(x.dtype), "device": _str(x.device),
-                    "shape": [_int(s) for s in x.shape], "data": data}
-        if t is Raised:
-            return {"kind": "raised", "name": x.name, "builtin": x.builtin}
-        if t is Missing:
-            return {"kind": "missing", "name": x.name}
-        if t is bool or x is None:
-            return {"kind": "bool" if t is bool else "none", "value": x}
-        if t is int:
-            return {"kind": "int", "value": x}
-        if t is float:
-            return {"kind": "float", "value": x if x == x else "nan"}
-        if t is str:
-            return {"kind": "str", "value": x}
-        if t in (list, tuple):
-            return {"kind": t.__name__, "items": [plain(v, depth + 1) for v in x]}
-        if t is dict:
-            return {"kind": "dict", "items": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in x.items()]}
-        return {"kind": "other", "type": t.__module__ + "." + t.__qualname__}
-
-    def run_probe(inputs, probe, namespace, seed):
-        """Make the inputs, call the student's functions, return plain data (never raises)."""
-        out = {}
-        try:
-            x = inputs(seed)
-            probe(Answer(namespace), x, out)
-            failure = None
-        except _BaseException as error:                  # noqa: B902
-            failure = _type(error).__name__ if _type(error).__module__ == "builtins" else "Exception"
-        record = {"out": plain(out)}
-        if failure is not None:
-            record["probe_failed"] = failure
-        return record
-
-    return run_probe, _dumps
-'''
-
-
-def _runtime() -> tuple:
-    namespace: dict = {}
-    exec(compile(RUNTIME, "<course probe runtime>", "exec"), namespace)
-    return namespace["_course_runtime"]()
-
 
 # ---- what came back, as the grader sees it -------------------------------------------------------
 
@@ -603,7 +511,7 @@ def run_hidden_check(lab_name: str, grade_id: str, namespace: dict) -> None:
     failure (in the lab's words), silently pass otherwise."""
     lab = load_lab(checks_folder(lab_name))
     check = lab.checks[grade_id]
-    run_probe, _ = _runtime()
+    run_probe, _ = _course_runtime()
     seed = kernel_seed(grading_seed(), lab_name)
     with _quiet_warnings(), contextlib.redirect_stderr(io.StringIO()):
         record = run_probe(check.inputs, check.probe, namespace, seed)

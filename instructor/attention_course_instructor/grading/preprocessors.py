@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import re
 
-from nbformat import NotebookNode
 from nbgrader.api import MissingEntry
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from traitlets import Unicode
+
+from attention_course_instructor.grading.notebook import grade_id, released_test_source
 
 _MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
 # the lab's install cell names the student wheel it installs where the package is missing
@@ -73,11 +74,11 @@ class QuietOverwriteCells(OverwriteCells):
 
     def preprocess_cell(self, cell, resources, index):
         self._as_released = False
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id is not None:
+        gid = grade_id(cell)
+        if gid is not None:
             try:
-                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
-                self._as_released = cell.source.strip() == released_source(source.source).strip()
+                source = self.gradebook.find_source_cell(gid, self.notebook_id, self.assignment_id)
+                self._as_released = cell.source.strip() == released_test_source(source.source).strip()
             except MissingEntry:
                 pass
         return super().preprocess_cell(cell, resources, index)
@@ -87,9 +88,3 @@ class QuietOverwriteCells(OverwriteCells):
             return
         super().report_change(name, attr, old, new)
 
-
-def released_source(source: str) -> str:
-    """A cell's source as ``generate_assignment`` releases it: the hidden-test region removed."""
-    cell = NotebookNode(cell_type="code", source=source, metadata={}, outputs=[], execution_count=None)
-    ClearHiddenTests()._remove_hidden_test_region(cell)           # edits the cell in place
-    return cell.source

@@ -14,15 +14,13 @@ import nbformat
 
 from attention_course_instructor.grading.checks import Lab
 from attention_course_instructor.grading.hardened.probes import prelude, probe_cell
-from attention_course_instructor.grading.pipeline import HIDDEN_BEGIN, HIDDEN_END
+from attention_course_instructor.grading.notebook import (Matching, grade_id, is_autograded_test, is_grade,
+                                                          is_locked, is_solution, match_submission,
+                                                          nbgrader_meta, released_test_source)
 
 
 class SubmissionError(Exception):
     """The submission cannot be graded at all (unreadable, missing, wrong name)."""
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
 def read_submission(path: Path) -> nbformat.NotebookNode:
@@ -41,62 +39,28 @@ def read_submission(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def _index(cells) -> tuple[dict, dict, list[str]]:
-    """Cells by grade_id (first wins) and by cell id; flags for duplicates."""
-    by_grade, by_id, flags = {}, {}, []
-    for cell in cells:
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid:
-            if gid in by_grade:
-                flags.append(f"duplicate cell {gid!r} ignored")
-            else:
-                by_grade[gid] = cell
-        if cell.get("id"):
-            by_id.setdefault(cell["id"], cell)
-    return by_grade, by_id, flags
-
-
-def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab: Lab, seed: int):
+def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab: Lab, seed: int,
+             matching: Matching | None = None):
     """The cells to run, what each one is, and what was found changed in the submission.
 
     Returns ``(sources, roles, flags, tampered)``: ``roles[i]`` is ``("prelude"|"run"|"solution"|
-    "probe", grade_id)``; ``tampered`` lists changes that make a submission fail closed.
+    "extra"|"probe", grade_id)``; ``tampered`` lists changes that make a submission fail closed.
     """
-    mine, mine_by_id, flags = _index(student.cells)
+    matching = matching or match_submission(source, student)
+    flags = [f"duplicate cell {gid!r} ignored" for gid in matching.duplicates]
     sources, roles, tampered = [prelude(lab)], [("prelude", "")], []
-    source_ids = set()
-    for cell in source.cells:
-        meta = nbgrader_meta(cell)
-        gid = meta.get("grade_id")
-        source_ids.add(gid)
-        theirs = mine.get(gid) or mine_by_id.get(cell.get("id"))
-        their_meta = nbgrader_meta(theirs) if theirs is not None else {}
-        if theirs is None:
-            flags.append(f"cell {gid!r} missing: {'restored' if not meta.get('solution') else 'left empty'}")
-        elif their_meta:
-            for key in ("solution", "grade"):
-                if bool(their_meta.get(key)) != bool(meta.get(key)):
-                    tampered.append(f"cell {gid!r}: nbgrader flag {key!r} changed")
-            if meta.get("grade") and their_meta.get("points") != meta.get("points"):
-                flags.append(f"cell {gid!r}: points edited; the instructor's {meta.get('points')} used")
-            if theirs.cell_type != cell.cell_type:
-                flags.append(f"cell {gid!r}: type changed to {theirs.cell_type}; restored")
-            elif meta.get("locked") and theirs.source != cell.source and not meta.get("grade"):
-                flags.append(f"locked cell {gid!r} edited; restored")
-            elif meta.get("grade") and not meta.get("solution") and theirs.source.strip() != _visible(cell.source):
-                flags.append(f"test cell {gid!r} edited; the instructor's tests used")
-        else:
-            flags.append(f"cell {gid!r}: nbgrader metadata removed; matched by cell id")
-        if theirs is not None and cell.cell_type == "code" and any(o for o in theirs.get("outputs", [])):
-            if meta.get("grade"):
-                flags.append(f"outputs of {gid!r} discarded before running")
+    for index, cell, theirs in matching.pairs():
+        gid = grade_id(cell)
+        flags += _differences(cell, theirs, tampered)
+        for anchor, added in matching.added.get(index, []):
+            sources.append(added.source)
+            roles.append(("extra", anchor))
         if cell.cell_type != "code":
             continue
-        if meta.get("solution"):
-            code = theirs.source if (theirs is not None and theirs.cell_type == "code") else ""
-            sources.append(code)
+        if is_solution(cell):
+            sources.append(theirs.source if (theirs is not None and theirs.cell_type == "code") else "")
             roles.append(("solution", gid))
-        elif meta.get("grade"):
+        elif is_grade(cell):
             if gid not in lab.checks:
                 raise KeyError(f"source/{lab.name}/checks.py has no check for graded cell {gid!r}")
             sources.append(probe_cell(gid, seed))
@@ -104,56 +68,41 @@ def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab:
         elif gid in lab.run_cells:
             sources.append(cell.source)
             roles.append(("run", gid))
-    for cell in student.cells:
-        meta = nbgrader_meta(cell)
-        if meta.get("grade") and meta.get("grade_id") not in source_ids:
-            tampered.append(f"graded cell {meta.get('grade_id')!r} is not in the assignment")
-    return _with_extra_cells(student, source, sources, roles, flags, tampered)
+    for anchor, added in matching.added.get(len(source.cells), []):
+        sources.append(added.source)
+        roles.append(("extra", anchor))
+    source_ids = {grade_id(c) for c in source.cells}
+    tampered += [f"graded cell {grade_id(c)!r} is not in the assignment" for c in student.cells
+                 if is_grade(c) and grade_id(c) not in source_ids]
+    if matching.added_count:
+        flags.append(f"{matching.added_count} code cell(s) you added were run too")
+    return sources, roles, flags, tampered
 
 
-def _with_extra_cells(student, source, sources, roles, flags, tampered):
-    """Insert the code cells the student added (no nbgrader metadata, unknown id) after the
-    solution cell they followed in the submission: their helpers run as they did for them."""
-    known_ids = {c.get("id") for c in source.cells}
-    known_grades = {nbgrader_meta(c).get("grade_id") for c in source.cells}
-    after, anchor = {}, None
-    for cell in student.cells:
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid in known_grades or cell.get("id") in known_ids:
-            anchor = gid or next((nbgrader_meta(c).get("grade_id") for c in source.cells
-                                  if c.get("id") == cell.get("id")), None)
-        elif cell.cell_type == "code" and not nbgrader_meta(cell) and cell.source.strip():
-            after.setdefault(anchor, []).append(cell.source)
-    if not after:
-        return sources, roles, flags, tampered
-    out_sources, out_roles = [], []
-    for src, role in zip(sources, roles):
-        out_sources.append(src)
-        out_roles.append(role)
-        if role[0] == "solution":
-            for extra in after.pop(role[1], []):
-                out_sources.append(extra)
-                out_roles.append(("extra", role[1]))
-    leftover = [e for cells in after.values() for e in cells]
-    if leftover:                                  # added before the first solution cell
-        first = next(i for i, r in enumerate(out_roles) if r[0] in ("solution", "probe"))
-        out_sources[first:first] = leftover
-        out_roles[first:first] = [("extra", "")] * len(leftover)
-    flags.append(f"{sum(r[0] == 'extra' for r in out_roles)} code cell(s) you added were run too")
-    return out_sources, out_roles, flags, tampered
-
-
-def _visible(source: str) -> str:
-    """A test cell as the student saw it (the hidden block removed)."""
-    out, hidden = [], False
-    for line in source.splitlines():
-        if line.strip() == HIDDEN_BEGIN:
-            hidden = True
-        elif line.strip() == HIDDEN_END:
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "\n".join(out).strip()
+def _differences(cell, theirs, tampered: list) -> list[str]:
+    """What the student changed in one source cell (flags); a change that would alter grading is
+    appended to ``tampered``."""
+    gid, meta = grade_id(cell), nbgrader_meta(cell)
+    if theirs is None:
+        return [f"cell {gid!r} missing: {'restored' if not is_solution(cell) else 'left empty'}"]
+    flags = []
+    if nbgrader_meta(theirs):
+        for key, role in (("solution", is_solution), ("grade", is_grade)):
+            if role(theirs) != role(cell):
+                tampered.append(f"cell {gid!r}: nbgrader flag {key!r} changed")
+        if is_grade(cell) and nbgrader_meta(theirs).get("points") != meta.get("points"):
+            flags.append(f"cell {gid!r}: points edited; the instructor's {meta.get('points')} used")
+        if theirs.cell_type != cell.cell_type:
+            flags.append(f"cell {gid!r}: type changed to {theirs.cell_type}; restored")
+        elif is_locked(cell) and not is_grade(cell) and theirs.source != cell.source:
+            flags.append(f"locked cell {gid!r} edited; restored")
+        elif is_autograded_test(cell) and theirs.source.strip() != released_test_source(cell.source).strip():
+            flags.append(f"test cell {gid!r} edited; the instructor's tests used")
+    else:
+        flags.append(f"cell {gid!r}: nbgrader metadata removed; matched by cell id")
+    if cell.cell_type == "code" and is_grade(cell) and any(o for o in theirs.get("outputs", [])):
+        flags.append(f"outputs of {gid!r} discarded before running")
+    return flags
 
 
 def answer_imports(cell_source: str) -> list[str]:
@@ -175,8 +124,8 @@ def answer_imports(cell_source: str) -> list[str]:
 def import_notes(source: nbformat.NotebookNode, sources: list, roles: list, lab: Lab) -> list[str]:
     """Report lines for answer cells that import a graded function's name from the course package,
     or a shortcut the lab's checks name for a task (a library or building block that does it)."""
-    graded = {n for c in source.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"
-               for n in _defined_functions(c.source)}
+    graded = {n for c in source.cells if is_solution(c) and c.cell_type == "code"
+              for n in _defined_functions(c.source)}
     shortcuts = {s for names in lab.shortcuts.values() for s in names}
     notes = []
     for src, (role, gid) in zip(sources, roles):

@@ -27,8 +27,9 @@ import uuid
 from dataclasses import asdict
 from pathlib import Path
 
-from attention_course_instructor.grading.hardened.executors import (BATCH_PREFIX, result_from_dict, run_from_dict,
-                                                         run_to_dict, sweep_stale_batches)
+from attention_course_instructor.grading.hardened.executors import (BATCH_PREFIX, result_from_dict,
+                                                                   sweep_stale_batches)
+from attention_course_instructor.grading.hardened.run import run_from_dict, run_to_dict
 from attention_course_instructor.grading.hardened.score import SubmissionGrade
 
 SKIP = ("__pycache__", ".ipynb_checkpoints")
@@ -78,7 +79,8 @@ def grade_on_worker(bundle: dict[str, bytes], job_run: dict, student: str,
     """One submission, graded on a Dask worker; returns :class:`SubmissionGrade` as plain data."""
     import shutil
 
-    from attention_course_instructor.grading.hardened import grade_submission, sandbox
+    from attention_course_instructor.grading.hardened import sandbox
+    from attention_course_instructor.grading.hardened.grade import grade_submission
 
     if job_run["use_sandbox"]:
         missing = sandbox.missing_requirements()

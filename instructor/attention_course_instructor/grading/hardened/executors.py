@@ -19,26 +19,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import asdict
 from pathlib import Path
 
-from attention_course_instructor.grading.hardened.kernel import Limits
+from attention_course_instructor.grading.hardened.run import run_to_dict
 from attention_course_instructor.grading.hardened.score import CellGrade, SubmissionGrade
 
 BATCH_PREFIX = "course-grading-batch-"
 ATTEMPTS = 2
-
-
-def run_to_dict(run) -> dict:
-    return {"root": str(run.root), "assignment": run.assignment, "seed": run.seed,
-            "limits": asdict(run.limits), "tamper": run.tamper, "use_sandbox": run.use_sandbox}
-
-
-def run_from_dict(data: dict):
-    from attention_course_instructor.grading.hardened import GradingRun
-
-    return GradingRun(Path(data["root"]), data["assignment"], data["seed"], Limits(**data["limits"]),
-                      data["tamper"], data["use_sandbox"])
 
 
 def result_from_dict(data: dict) -> SubmissionGrade:

@@ -1,8 +1,9 @@
 """Stage 2 of hardened grading: what runs in the kernel in place of each graded cell.
 
-:func:`prelude` is the first cell of every grading kernel. It defines, inside a closure, the
-checks framework's probe runtime and the *kernel side* of the lab's checks (every check's
-``inputs`` and ``probe``, never its ``compare`` nor the reference), and exposes one function,
+:func:`prelude` is the first cell of every grading kernel. It defines the functions of
+:mod:`~attention_course_instructor.grading.kernel_runtime` and, inside a closure, the *kernel side*
+of the lab's checks (every check's ``inputs`` and ``probe``, never its ``compare`` nor the
+reference), and exposes one function,
 ``_course_probe(grade_id, seed)``, which makes a check's inputs, calls the student's functions and
 publishes the results as plain JSON under a private MIME type. It also makes CUDA requests land on
 the CPU when the grader has no GPU. Each graded cell is replaced by :func:`probe_cell`; the grader
@@ -12,57 +13,16 @@ from __future__ import annotations
 
 import json
 
-from attention_course_instructor.grading.checks import RUNTIME, Lab, kernel_source
+from attention_course_instructor.grading import kernel_runtime
+from attention_course_instructor.grading.checks import Lab, kernel_source
 
 MIME = "application/x-course-probe+json"
-
-_MAKE_PROBE = r'''
-def _course_make_probe(checks_source):
-    from IPython import get_ipython
-    from IPython.display import publish_display_data
-    run_probe, dumps = _course_runtime()
-    shell, loaded = get_ipython(), {}
-
-    def probe(grade_id, seed):
-        if not loaded:
-            exec(compile(checks_source, "<lab checks>", "exec"), loaded)
-        inputs, check_probe = loaded["_COURSE_CHECKS"][grade_id]
-        record = run_probe(inputs, check_probe, shell.user_ns, seed)
-        publish_display_data({%(mime)r: dumps(record)})
-    return probe
-''' % {"mime": MIME}
-
-_CPU_ONLY = r'''
-def _course_cpu_only():
-    import torch
-    if torch.cuda.is_available():
-        return
-    def cpu(device):
-        if isinstance(device, torch.device) and device.type == "cuda":
-            return torch.device("cpu")
-        if isinstance(device, str) and device.startswith("cuda"):
-            return "cpu"
-        return device
-    def to(original):
-        def patched(self, *args, **kwargs):
-            args = tuple(cpu(a) for a in args)
-            if "device" in kwargs:
-                kwargs["device"] = cpu(kwargs["device"])
-            return original(self, *args, **kwargs)
-        return patched
-    torch.Tensor.to = to(torch.Tensor.to)
-    torch.nn.Module.to = to(torch.nn.Module.to)
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    torch.nn.Module.cuda = lambda self, *a, **k: self
-    _load = torch.load
-    torch.load = lambda *a, **k: _load(*a, **{**k, "map_location": "cpu"})
-'''
 
 
 def prelude(lab: Lab) -> str:
     """The first cell of a grading kernel for ``lab``."""
-    return "\n".join([RUNTIME, _MAKE_PROBE, _CPU_ONLY,
-                      f"_course_probe = _course_make_probe({kernel_source(lab)!r})",
+    return "\n".join([kernel_runtime.runtime_source(),
+                      f"_course_probe = _course_make_probe({kernel_source(lab)!r}, {MIME!r})",
                       "_course_cpu_only()", "del _course_runtime, _course_make_probe, _course_cpu_only"])
 
 

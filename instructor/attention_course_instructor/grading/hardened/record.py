@@ -29,8 +29,11 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course_instructor.grading.hardened.assemble import _index, nbgrader_meta, read_submission
+from attention_course_instructor.grading.hardened.assemble import read_submission
 from attention_course_instructor.grading.hardened.score import SubmissionGrade
+from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
+from attention_course_instructor.grading.notebook import (grade_id, is_autograded_test, is_solution,
+                                                          match_submission, neutralise_markers)
 
 
 def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
@@ -41,19 +44,6 @@ def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> 
     if feedback:
         write_feedback(run, results)
     return write_report(run, results)
-
-
-# nbgrader's markers: in a student's cell, a comment holding one would make nbgrader's own steps
-# (generate_feedback's ClearHiddenTests, say) fail or cut the cell
-MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION",
-           "BEGIN MARK SCHEME", "END MARK SCHEME")
-
-
-def neutralise_markers(text: str) -> str:
-    """A student's cell source with every nbgrader marker made inert (``BEGIN-HIDDEN-TESTS``)."""
-    for marker in MARKERS:
-        text = text.replace(marker, marker.replace(" ", "-"))
-    return text
 
 
 def _fault(result: SubmissionGrade, step: str, exc: BaseException) -> None:
@@ -78,28 +68,45 @@ def _result_output(grade) -> dict:
 
 
 def autograded_notebook(source, submitted, result: SubmissionGrade, checksums: dict):
-    """The notebook as graded (see the module note); ``submitted`` may be None (unreadable)."""
-    mine, by_id, _ = _index(submitted.cells) if submitted is not None else ({}, {}, [])
+    """The notebook as graded (see the module note); ``submitted`` may be None (unreadable).
+
+    Built from the same :func:`~attention_course_instructor.grading.notebook.match_submission` as
+    the notebook that ran: the instructor's cells, the student's answers, and the code cells the
+    student added, where they ran."""
+    matching = match_submission(source, submitted)
     grades = {c.grade_id: c for c in result.cells}
+    cells = []
+    for index, cell, theirs in matching.pairs():
+        cells += [_added_cell(added) for _, added in matching.added.get(index, [])]
+        cells.append(_graded_cell(copy.deepcopy(cell), theirs, grades, checksums))
+    cells += [_added_cell(added) for _, added in matching.added.get(len(source.cells), [])]
     nb = copy.deepcopy(source)
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        gid = meta.get("grade_id")
-        theirs = mine.get(gid) if gid in mine else by_id.get(cell.get("id"))
-        if meta.get("solution"):
-            same_type = theirs is not None and theirs.cell_type == cell.cell_type
-            cell.source = neutralise_markers(theirs.source) if same_type else ""
-        if cell.cell_type == "code":
-            cell.execution_count = None
-            if meta.get("grade") and not meta.get("solution"):
-                cell.outputs = [_result_output(grades.get(gid))]
-            elif theirs is not None and theirs.cell_type == "code":
-                cell.outputs = copy.deepcopy(theirs.get("outputs", []))
-            else:
-                cell.outputs = []
-        if gid in checksums:
-            cell.metadata["nbgrader"]["checksum"] = checksums[gid]
+    nb.cells = cells
     return nb
+
+
+def _graded_cell(cell, theirs, grades: dict, checksums: dict):
+    gid = grade_id(cell)
+    same_type = theirs is not None and theirs.cell_type == cell.cell_type
+    if is_solution(cell):
+        cell.source = neutralise_markers(theirs.source) if same_type else ""
+    if cell.cell_type == "code":
+        cell.execution_count = None
+        if is_autograded_test(cell):
+            cell.outputs = [_result_output(grades.get(gid))]
+        elif theirs is not None and theirs.cell_type == "code":
+            cell.outputs = copy.deepcopy(theirs.get("outputs", []))
+        else:
+            cell.outputs = []
+    if gid in checksums:
+        cell.metadata["nbgrader"]["checksum"] = checksums[gid]
+    return cell
+
+
+def _added_cell(added):
+    """A code cell the student added, as it ran: their source (markers made inert) and outputs."""
+    return nbformat.v4.new_code_cell(neutralise_markers(added.source),
+                                     outputs=copy.deepcopy(added.get("outputs", [])))
 
 
 def _checksums(run) -> dict:
@@ -125,6 +132,7 @@ class Written:
 
     previous: dict = field(default_factory=dict)     # student -> {grade_id: answer} before this run
     unreadable: set = field(default_factory=set)     # students whose notebook could not be read
+    notebooks: dict = field(default_factory=dict)    # student -> the autograded notebook written
 
 
 def write_autograded(run, results: list[SubmissionGrade]) -> Written:
@@ -146,14 +154,16 @@ def _write_one_autograded(run, result, source, checksums, written: Written) -> N
     target = folder / run.notebook
     if target.exists():
         old = nbformat.read(target, as_version=4)
-        written.previous[result.student] = {nbgrader_meta(c).get("grade_id"): c.source for c in old.cells}
+        written.previous[result.student] = {grade_id(c): c.source for c in old.cells}
     try:
         submitted = read_submission(submitted_dir / run.notebook)
     except Exception:                                  # unreadable or missing: graded as empty
         submitted = None
         written.unreadable.add(result.student)
     folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(autograded_notebook(source, submitted, result, checksums), target)
+    graded = autograded_notebook(source, submitted, result, checksums)
+    nbformat.write(graded, target)
+    written.notebooks[result.student] = graded
     for name in SUBMISSION_FILES:
         if (submitted_dir / name).is_file():
             shutil.copy2(submitted_dir / name, folder / name)
@@ -190,15 +200,15 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
 
 def _write_one_grade(run, gb, result: SubmissionGrade, written: Written) -> None:
     """One student's rows (committed by the caller, or rolled back on a failure)."""
-    from nbgrader.utils import compute_checksum, is_solution
+    from nbgrader.utils import compute_checksum
 
     gb.update_or_create_student(result.student)
     submitted_dir, folder = _paths(run, result.student)
     stamp = run_timestamp(run, submitted_dir)
     submission = (gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
                   if stamp else gb.update_or_create_submission(run.assignment, result.student))
-    graded = nbformat.read(folder / run.notebook, as_version=4)
-    cells = {nbgrader_meta(c).get("grade_id"): c for c in graded.cells}
+    graded = written.notebooks.get(result.student) or nbformat.read(folder / run.notebook, as_version=4)
+    cells = {grade_id(c): c for c in graded.cells if grade_id(c)}
     scores = {c.grade_id: c for c in result.cells}
     before = written.previous.get(result.student, {})
     for notebook in submission.notebooks:
@@ -243,21 +253,18 @@ def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
     (hidden tests cleared), where ``nbgrader release_feedback`` finds it. One run for the batch;
     should it fail, each student still without feedback is tried alone, and a student whose
     feedback cannot be made has that recorded as their fault."""
-    from attention_course_instructor.grading.pipeline import PipelineError, TempCourse
-
-    course = TempCourse(run.root)
     try:
-        course.nbgrader("generate_feedback", run.assignment, "--force")
+        run_nbgrader(run.root, "generate_feedback", run.assignment, "--force")
         return
-    except PipelineError:
+    except NbgraderError:
         pass
     for result in results or []:
         html = run.root / "feedback" / result.student / run.assignment / run.notebook.replace(".ipynb", ".html")
         if result.fault or html.exists():
             continue
         try:
-            course.nbgrader("generate_feedback", run.assignment, "--force", "--student", result.student)
-        except PipelineError as exc:
+            run_nbgrader(run.root, "generate_feedback", run.assignment, "--force", "--student", result.student)
+        except NbgraderError as exc:
             _fault(result, "making the feedback", exc)
 
 

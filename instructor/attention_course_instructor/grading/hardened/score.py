@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attention_course_instructor.grading.checks import QUOTABLE_ERRORS, Lab
-from attention_course_instructor.grading.hardened.assemble import nbgrader_meta
+from attention_course_instructor.grading.notebook import grade_id, is_grade, is_manual, points
 from attention_course_instructor.grading.hardened.probes import probe_record
 
 
@@ -75,13 +75,11 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
     context = f" (earlier: {', '.join(broken)})" if broken else ""
     grades = []
     for cell in source.cells:
-        meta = nbgrader_meta(cell)
-        gid = meta.get("grade_id")
-        if not meta.get("grade"):
+        if not is_grade(cell):
             continue
-        points = float(meta.get("points", 0))
-        if cell.cell_type != "code" or meta.get("solution"):
-            grades.append(CellGrade(gid, points, None, "manual", ["graded by hand"]))
+        gid, worth = grade_id(cell), points(cell)
+        if is_manual(cell):
+            grades.append(CellGrade(gid, worth, None, "manual", ["graded by hand"]))
             continue
         outcome = outcomes[roles.index(("probe", gid))]
         if outcome.status in ("timeout", "died", "flood"):
@@ -89,31 +87,26 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
                       "died": "the kernel died (an exit, a crash or the memory limit)",
                       "flood": "the submission sent more output than grading accepts ("
                                f"{outcome.error}): its grading stopped there"}[outcome.status]
-            grades.append(CellGrade(gid, points, 0.0, outcome.status, [reason + context]))
+            grades.append(CellGrade(gid, worth, 0.0, outcome.status, [reason + context]))
             continue
         if outcome.status == "error":
-            grades.append(CellGrade(gid, points, 0.0, "error",
+            grades.append(CellGrade(gid, worth, 0.0, "error",
                                     [f"the check could not run: your code {error_words(outcome.error)}{context}"]))
             continue
         record, why = probe_record(outcome.outputs)
         if record is None:
-            grades.append(CellGrade(gid, points, 0.0, "error", [why + context]))
+            grades.append(CellGrade(gid, worth, 0.0, "error", [why + context]))
             continue
         try:
             failures = lab.compare(gid, record, seed)
         except Exception:                          # an answer the comparison did not foresee
             failures = ["the answer could not be checked (its structure is not what the task asks for)"]
-        grades.append(CellGrade(gid, points, 0.0 if failures else points,
+        grades.append(CellGrade(gid, worth, 0.0 if failures else worth,
                                 "failed" if failures else "passed", bounded(failures)))
     return grades
 
 
 def zero_cells(source, reason: str) -> list[CellGrade]:
-    cells = []
-    for cell in source.cells:
-        meta = nbgrader_meta(cell)
-        if meta.get("grade"):
-            manual = cell.cell_type != "code" or meta.get("solution")
-            cells.append(CellGrade(meta["grade_id"], float(meta.get("points", 0)),
-                                   None if manual else 0.0, "manual" if manual else "void", [reason]))
-    return cells
+    return [CellGrade(grade_id(cell), points(cell), None if is_manual(cell) else 0.0,
+                      "manual" if is_manual(cell) else "void", [reason])
+            for cell in source.cells if is_grade(cell)]

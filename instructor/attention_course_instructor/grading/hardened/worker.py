@@ -1,7 +1,7 @@
 """A grading worker: reads jobs as JSON lines on stdin, answers each with one JSON line.
 
 Started by :class:`~attention_course_instructor.grading.hardened.executors.LocalWorkers`; it grades with
-:func:`~attention_course_instructor.grading.hardened.grade_submission`. Anything else printed on the way
+:func:`~attention_course_instructor.grading.hardened.grade.grade_submission`. Anything else printed on the way
 goes to stderr, so that the answer channel carries results only. Its own address space is bounded
 (``COURSE_WORKER_MEMORY_MB``, default 8192): the grader keeps little of what a kernel sends
 (:class:`~attention_course_instructor.grading.hardened.kernel.Caps`), and should that ever fail,
@@ -25,8 +25,8 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr                       # stray prints must not corrupt the answers
-    from attention_course_instructor.grading.hardened import grade_submission
-    from attention_course_instructor.grading.hardened.executors import run_from_dict
+    from attention_course_instructor.grading.hardened.grade import grade_submission
+    from attention_course_instructor.grading.hardened.run import run_from_dict
 
     for line in sys.stdin:
         job = json.loads(line)

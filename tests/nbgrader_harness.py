@@ -1,32 +1,35 @@
-"""The nbgrader pipeline, driven from Python: release, solutions, autograde, gradebook scores.
+"""A throw-away nbgrader course for the tests and the benchmarks: release, solutions, autograde,
+gradebook scores, and the checks that a release is in step with ``source/`` and holds no answer.
 
-Used by the tests of every lab (``tests/conftest.py`` wraps it in fixtures). Each step runs the
-real ``nbgrader`` command on a *temporary* course directory that uses the course's
+Each step runs the real ``nbgrader`` command (:func:`~attention_course_instructor.grading.
+nbgrader_cli.run_nbgrader`) on a *temporary* course directory that uses the course's
 ``nbgrader_config.py``, so the repository is never written to, and scores are read from the
-gradebook API -- not from ``nbgrader validate``, which exits 0 even when tests fail.
+gradebook API -- not from ``nbgrader validate``, which exits 0 even when tests fail. Not part of
+any package: graders use the hardened grader, and ``make release`` runs nbgrader itself.
 """
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from attention_course_instructor import paths
+from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
+from attention_course_instructor.grading.notebook import (HIDDEN_BEGIN, HIDDEN_END, SOLUTION_BEGIN,
+                                                          SOLUTION_END, autograded_test_ids,
+                                                          marked_lines)
 
 REPO = paths.REPO
-CONFIG = REPO / "nbgrader_config.py"
-SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+__all__ = ["NbgraderError", "PipelineError", "TempCourse", "make_course", "generate", "submit",
+           "autograde", "scores", "assert_in_sync", "assert_no_leaks"]
 
 
 class PipelineError(AssertionError):
-    """A pipeline check failed (stale release, leaked solution or hidden test, nbgrader error)."""
+    """A pipeline check failed (a stale release, a leaked solution or hidden test)."""
 
 
 @dataclass
@@ -42,19 +45,7 @@ class TempCourse:
     def nbgrader(self, *args: str, timeout: float = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
         """Run ``nbgrader ARGS`` in this course with the course's configuration (``env``: extra
         environment variables, e.g. the grading seed)."""
-        exe = Path(sys.executable).with_name("nbgrader")
-        cmd = [str(exe), *args, f"--NbGrader.config_file={CONFIG}",
-               f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}"]
-        env = {**{k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}, **(env or {})}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-        # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's
-        env["PATH"] = os.pathsep.join([str(exe.parent), env.get("PATH", "")])
-        done = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=timeout,
-                              env=env)
-        if done.returncode != 0:
-            raise PipelineError(f"nbgrader {' '.join(args)} failed ({done.returncode}):\n"
-                                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        return done
+        return run_nbgrader(self.root, *args, timeout=timeout, env=env)
 
 
 def make_course(tmp: Path, source: Path, assignment: str) -> TempCourse:
@@ -95,39 +86,14 @@ def assert_in_sync(generated: Path, committed: Path) -> None:
                                 f"source/ generates; regenerate it (make release)")
 
 
-def _split_lines(nb) -> tuple[list[str], list[str], set[str]]:
-    """(solution lines, hidden-test lines, all other lines) of an instructor notebook, stripped.
-
-    Markdown answer cells (solution cells without markers) count as solution text.
-    """
-    solution, hidden, other = [], [], set()
-    for cell in nb.cells:
-        region = None
-        whole = (cell.cell_type == "markdown"
-                 and cell.metadata.get("nbgrader", {}).get("solution", False))
-        for raw in cell.source.splitlines():
-            line = raw.strip()
-            if SOLUTION_BEGIN in line or HIDDEN_BEGIN in line:
-                region = solution if SOLUTION_BEGIN in line else hidden
-            elif SOLUTION_END in line or HIDDEN_END in line:
-                region = None
-            elif line:
-                target = region if region is not None else (solution if whole else None)
-                if target is None:
-                    other.add(line)
-                elif not line.startswith("#"):
-                    target.append(line)
-    return solution, hidden, other
-
-
 def solution_lines(source_nb) -> list[str]:
     """Non-blank, non-comment lines the instructor wrote as solutions."""
-    return _split_lines(source_nb)[0]
+    return marked_lines(source_nb)[0]
 
 
 def hidden_test_lines(source_nb) -> list[str]:
     """Non-blank, non-comment lines between hidden-test markers."""
-    return _split_lines(source_nb)[1]
+    return marked_lines(source_nb)[1]
 
 
 def assert_no_leaks(source_nb, released_nb, *, allow_solutions: bool = False) -> None:
@@ -137,7 +103,7 @@ def assert_no_leaks(source_nb, released_nb, *, allow_solutions: bool = False) ->
     outside the marked regions of the source (shared lines such as ``return out`` are ignored).
     Solution lines shorter than 13 characters are not checked.
     """
-    solution, hidden, other = _split_lines(source_nb)
+    solution, hidden, other = marked_lines(source_nb)
     released = "\n".join(c.source for c in released_nb.cells)
     released_lines = {line.strip() for line in released.splitlines()}
     markers = [m for m in (HIDDEN_BEGIN, HIDDEN_END) if m in released]
@@ -210,7 +176,4 @@ def cell_ids_unique(nb) -> bool:
 
 def autograded_test_cells(nb) -> list[str]:
     """grade_ids of the autograded test cells (grade, not solution) of a notebook."""
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
-            and not c.metadata["nbgrader"].get("solution")]
-
+    return autograded_test_ids(nb)
