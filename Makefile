@@ -12,8 +12,11 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 book: $(STAMP)                       ## build the executed book into _build/html
 	$(PY) -m attention_course_instructor.book.build
 
+# Every test file runs whole on one of PYTEST_JOBS workers (pytest-xdist), longest files first
+# (tests/conftest.py); PYTEST_JOBS=0 runs them in this process, one after another.
+PYTEST_JOBS ?= 2
 test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

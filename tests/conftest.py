@@ -17,6 +17,20 @@ import nbgrader_harness as harness
 REPO = harness.REPO
 
 
+# The test files that take longest, longest first: `make test` gives each file whole to one of its
+# pytest-xdist workers in collection order, and a long file handed out last would keep one worker
+# busy while the others idle. Measured in benchmarks/results/dev_loop.md (each file's share).
+LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
+                 "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
+                 "test_grading_isolation.py", "test_student_edition.py", "test_book_browser.py",
+                 "test_figures_browser.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))       # stable within a file
+
+
 def load_nb(path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
@@ -69,12 +83,19 @@ def require_tool(name: str) -> str:
 
 @pytest.fixture(scope="session")
 def built_book():
-    """The book built once per session, exactly as `make book` builds it (strict, cached)."""
-    from attention_course_instructor.book.build import HTML, build_book
+    """The book built once per test run, exactly as `make book` builds it (strict, cached). Under
+    pytest-xdist the first worker that needs it builds it; the others wait for that build."""
+    from attention_course_instructor.book import build
 
-    index = build_book()
-    assert index.exists()
-    return HTML
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    stamp = build.paths.BUILD / ".book-built-for-test-run"
+    with build.one_build_at_a_time():
+        if not (run and stamp.exists() and stamp.read_text() == run and build.HTML.exists()):
+            stamp.unlink(missing_ok=True)
+            assert build.build_book().exists()
+            if run:
+                stamp.write_text(run)
+    return build.HTML
 
 
 # ---- the built book in headless Chromium (Debian's, driven by Playwright; nothing downloaded) ----

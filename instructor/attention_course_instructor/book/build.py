@@ -12,14 +12,21 @@ student edition's with the same function. Steps:
 4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
 5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
    ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository;
-6. run ``jupyter-book build`` with warnings as errors and execution caching.
+6. execute the pages that the execution cache does not hold yet, several at a time
+   (:func:`execute_pages`; ``COURSE_BOOK_JOBS``, default one per core plus one), into that cache;
+7. run ``jupyter-book build`` with warnings as errors: every page comes from the cache (a page
+   whose execution failed above is executed again there, and its error reported as usual).
 
 Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import fcntl
+import multiprocessing
+import os
 import re
 import shutil
 import subprocess
@@ -59,6 +66,34 @@ ANYWIDGET_JS = Path(__import__("anywidget").__file__).parent / "nbextension" / "
 SHIMS = Path(__file__).resolve().parent / "static" / "widget-shims.js"
 # webpack emits the widget fonts beside embed-amd.js under hashed names
 WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
+
+
+BUILD_LOCK = paths.BUILD / ".build.lock"
+_held = 0                                               # nested holds of BUILD_LOCK in this process
+
+
+@contextlib.contextmanager
+def one_build_at_a_time():
+    """Hold the checkout's build lock: book and wheel builds share ``_build/`` (the execution
+    cache, the assets) and setuptools' ``build/``, so processes building at once (parallel test
+    workers, a second terminal) take turns. Re-entrant within a process."""
+    global _held
+    if _held:
+        _held += 1
+        try:
+            yield
+        finally:
+            _held -= 1
+        return
+    BUILD_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_LOCK, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _held = 1
+        try:
+            yield
+        finally:
+            _held = 0
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run(cmd: list[str], cwd: Path = ROOT) -> None:
@@ -163,10 +198,11 @@ def build_wheel(project: Path, out: Path) -> Path:
     ``instructor/``) in ``out``. setuptools keeps ``build/`` between builds and would carry a module
     that has since moved out into the next wheel, so that folder is removed first."""
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(project / "build", ignore_errors=True)
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(out), str(project)])
-    shutil.rmtree(project / "build", ignore_errors=True)
+    with one_build_at_a_time():
+        shutil.rmtree(project / "build", ignore_errors=True)
+        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+             "-w", str(out), str(project)])
+        shutil.rmtree(project / "build", ignore_errors=True)
     return max(out.glob("*.whl"), key=lambda wheel: wheel.stat().st_mtime)     # just written
 
 
@@ -208,13 +244,106 @@ def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = ()) -
     return toc
 
 
+def book_pages(toc: dict) -> list[Path]:
+    """The executable pages of a table of contents, in its order: MyST notebooks (a ``kernelspec``
+    in the front matter) and notebooks not excluded from execution."""
+    excluded = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"].get("exclude_patterns", [])
+    found = []
+
+    def visit(entries):
+        for entry in entries:
+            if "file" in entry:
+                found.extend(_executable(entry["file"], excluded))
+            visit(entry.get("sections", []))
+            for part in entry.get("parts", []):
+                visit(part.get("chapters", []))
+
+    found.extend(_executable(toc["root"], excluded))
+    for part in toc.get("parts", []):
+        visit(part.get("chapters", []))
+    visit(toc.get("chapters", []))
+    return found
+
+
+def _executable(name: str, excluded: list[str]) -> list[Path]:
+    for suffix in (".md", ".ipynb"):
+        path = ROOT / f"{name}{suffix}"
+        if not path.exists() or any(path.relative_to(ROOT).match(p) for p in excluded):
+            continue
+        if suffix == ".ipynb" or "kernelspec:" in path.read_text().split("\n---", 1)[0]:
+            return [path]
+    return []
+
+
+def _execute_one(path: str, timeout: int) -> tuple[str, dict | None, float, str]:
+    """Execute one page as myst-nb would (read by its reader, run in the page's folder); returns
+    the executed notebook, or None and the error's name."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+    from myst_nb.core.read import myst_nb_reader_plugin
+
+    nb = (myst_nb_reader_plugin(path) if path.endswith(".md")
+          else nbformat.read(path, as_version=nbformat.NO_CONVERT))
+    result = single_nb_execution(nb, cwd=str(Path(path).parent), allow_errors=False,
+                                 timeout=timeout, meta_override=True)
+    if result.err is not None:
+        return path, None, result.time, type(result.err).__name__
+    return path, nb, result.time, ""
+
+
+def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float]:
+    """Execute, ``jobs`` at a time, the pages whose code the execution cache does not hold, and
+    cache them exactly as myst-nb's cache mode would; returns each executed page's seconds. A
+    page that fails is left out of the cache: the build then runs it itself and reports why."""
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from myst_nb.core.read import myst_nb_reader_plugin
+
+    cache = get_cache(str(CACHE))
+    todo = []
+    for page in pages:
+        nb = (myst_nb_reader_plugin(str(page)) if page.suffix == ".md"
+              else nbformat.read(page, as_version=nbformat.NO_CONVERT))
+        try:
+            cache.match_cache_notebook(nb)
+        except KeyError:
+            todo.append(str(page))
+    if not todo:
+        return {}
+    jobs = jobs or int(os.environ.get("COURSE_BOOK_JOBS", (os.cpu_count() or 1) + 1))
+    timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"].get("timeout", 30)
+    print(f"+ executing {len(todo)} page(s), {jobs} at a time", flush=True)
+    seconds = {}
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
+        for path, nb, took, error in pool.imap_unordered(_run_page, [(p, timeout) for p in todo]):
+            name = Path(path).relative_to(ROOT)
+            if nb is None:
+                print(f"  {name}: {error} after {took:.0f} s (the build runs it again)", flush=True)
+                continue
+            cache.cache_notebook_bundle(CacheBundleIn(nb, path, data={"execution_seconds": took}),
+                                        check_validity=False, overwrite=True)
+            seconds[str(name)] = round(took, 1)
+            print(f"  {name}: {took:.0f} s", flush=True)
+    return seconds
+
+
+def _run_page(args: tuple[str, int]):
+    return _execute_one(*args)
+
+
 def build_book(strict: bool = True, output: Path = ROOT, repository: str | None = None,
                toc: dict | None = None) -> Path:
     """Build the book into ``<output>/_build/html`` and return the path of its front page.
 
     ``repository`` is where its launch buttons point (default: ``edition.yml``'s
     ``student_repository``); ``toc`` replaces ``_toc.yml`` (the student edition leaves out the
-    staff's part)."""
+    staff's part). One build at a time per checkout (:func:`one_build_at_a_time`)."""
+    with one_build_at_a_time():
+        return _build_book(strict, output, repository, toc)
+
+
+def _build_book(strict: bool, output: Path, repository: str | None, toc: dict | None) -> Path:
     write_index()                 # checks book/outcomes.yml against the pages, then the index page
     install_npm_assets()
     copy_assets()
@@ -230,6 +359,7 @@ def build_book(strict: bool = True, output: Path = ROOT, repository: str | None 
     if toc is not None:
         (generated / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
         cmd += ["--toc", str(generated / "_toc.yml")]
+    execute_pages(book_pages(toc if toc is not None else yaml.safe_load((ROOT / "_toc.yml").read_text())))
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     html = output / "_build" / "html"

@@ -1,0 +1,109 @@
+"""The developer's loop, measured as a fresh machine pays it: a cold ``make book`` on a clean clone
+(a new virtual environment, the npm assets, every page executed), the same ``make book`` again
+(everything cached), and the full suite as CI runs it (``.ci/run``'s ``make test``), with each test
+file's share of the workers' time.
+
+    .venv/bin/python benchmarks/dev_loop.py          # about 25 minutes on 2 cores
+
+Clones the committed ``HEAD`` (as CI does) into a temporary folder and writes
+``benchmarks/results/dev_loop.md`` and ``dev_loop.json``. Targets (issue 37): a cold book within
+3 minutes, the suite within 20, on 2 cores.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+TARGETS = {"cold make book": 180.0, "make test": 1200.0}          # seconds
+CI_ARGS = "-p no:cacheprovider --durations=15"                      # as .ci/run passes them
+
+
+def timed(cmd: list[str], cwd: Path, log: Path) -> float:
+    """Seconds ``cmd`` took in ``cwd`` (its output to ``log``); raises if it failed."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}); see {log}")
+    return seconds
+
+
+def file_seconds(junit: Path) -> dict[str, float]:
+    """Seconds of each test file (set-up, call and tear-down of its tests, on whichever worker)."""
+    totals: dict[str, float] = defaultdict(float)
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "").split(".")
+        name = next((m for m in module if m.startswith("test_")), module[-1]) + ".py"
+        totals[name] += float(case.get("time", 0))
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
+def measure(workdir: Path) -> dict:
+    clone = workdir / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    cold = timed(["make", "book"], clone, workdir / "book-cold.log")
+    cached = timed(["make", "book"], clone, workdir / "book-cached.log")
+    junit = workdir / "suite.xml"
+    suite = timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"], clone,
+                  workdir / "suite.log")
+    return {"commit": commit, "seconds": {"cold make book": round(cold), "cached make book":
+                                          round(cached), "make test": round(suite)},
+            "files": {k: round(v, 1) for k, v in file_seconds(junit).items()}}
+
+
+def markdown_table(header: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *["| " + " | ".join(str(c) for c in row) + " |" for row in rows]]
+
+
+def verdict(what: str, seconds: float) -> str:
+    target = TARGETS.get(what)
+    if target is None:
+        return ""
+    return f"within {target / 60:g} min: {'met' if seconds <= target else '**missed**'}"
+
+
+def report(result: dict, machine: str) -> str:
+    seconds, files = result["seconds"], result["files"]
+    worker_total = sum(files.values())
+    jobs = os.environ.get("PYTEST_JOBS", "2")
+    lines = ["# The developer's loop", "",
+             f"Written by `benchmarks/dev_loop.py` on {machine}, commit {result['commit']}, "
+             f"{time.strftime('%Y-%m-%d')}: a clean clone, `make book` twice, then `make test` as "
+             f"CI runs it (pytest-xdist, {jobs} workers, each test file whole on one worker).", ""]
+    lines += markdown_table(["step", "seconds", "minutes", "target"],
+                            [[what, s, f"{s / 60:.1f}", verdict(what, s)] for what, s in seconds.items()])
+    lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
+              f"{worker_total:.0f} s in all, over {jobs} workers):", ""]
+    lines += markdown_table(["test file", "seconds", "share"],
+                            [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
+                             for name, s in files.items()])
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    machine = (f"{platform.node() or 'host'} ({platform.machine()}, {len(os.sched_getaffinity(0))} "
+               f"CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2 ** 30:.0f} GiB)")
+    with tempfile.TemporaryDirectory(prefix="dev-loop-") as tmp:
+        result = measure(Path(tmp))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "dev_loop.json").write_text(json.dumps(result | {"machine": machine}, indent=1) + "\n")
+    (RESULTS / "dev_loop.md").write_text(report(result, machine))
+    print(report(result, machine))
+
+
+if __name__ == "__main__":
+    main()
