@@ -84,17 +84,17 @@ wheel: $(STAMP)
 	  [print(build_wheel(p, Path("dist"))) for p in (ROOT, ROOT / "instructor")]'
 
 benchmark: $(STAMP)                  ## re-measure everything in benchmarks/results (about 60 min)
-	$(PY) benchmarks/lab8_readers.py
-	$(PY) benchmarks/lab8_maps.py
-	$(PY) benchmarks/lab8_variants.py
-	$(PY) benchmarks/lab8_notebook_timing.py
-	$(PY) benchmarks/lab12.py
-	$(PY) benchmarks/lab12_variants.py
-	$(PY) -m attention_course_instructor.book.build && $(PY) benchmarks/figure_toolkit_cost.py
-	$(PY) benchmarks/grading_throughput.py
-	$(PY) benchmarks/shared_machine.py
-	$(PY) benchmarks/dask_grading.py
-	$(PY) benchmarks/hub_capacity.py                 # as root: it makes accounts
+	$(PY) -m benchmarks.lab8_readers
+	$(PY) -m benchmarks.lab8_maps
+	$(PY) -m benchmarks.lab8_variants
+	$(PY) -m benchmarks.lab8_notebook_timing
+	$(PY) -m benchmarks.lab12
+	$(PY) -m benchmarks.lab12_variants
+	$(PY) -m attention_course_instructor.book.build && $(PY) -m benchmarks.figure_toolkit_cost
+	$(PY) -m benchmarks.grading_throughput
+	$(PY) -m benchmarks.shared_machine
+	$(PY) -m benchmarks.dask_grading
+	$(PY) -m benchmarks.hub_capacity                 # as root: it makes accounts
 
 clean:
 	rm -rf _build .pytest_cache

@@ -1,12 +1,18 @@
-"""The one rule for deriving seeds: a base seed, a named stream, an index.
+"""The rules for deriving seeds.
 
-Every random draw of the course that is not the base seed itself (a model's initial weights take
-``torch.manual_seed(seed)``) comes from :func:`derive`: the strips a reader trains on at each
-step, the strips it is evaluated on at each length, the inputs of each graded check. A stream's
-two constants are fixed for good: they are the ones the committed results were measured with, so
-changing one changes every number in ``benchmarks/results/``.
+- :func:`derive`: a base seed, a named stream, an index -- the strips a reader trains on at each
+  step, the strips it is evaluated on at each length, the training windows of Lab 12. A stream's
+  two constants are fixed for good: they are the ones the committed results were measured with, so
+  changing one changes every number in ``benchmarks/results/``.
+- :func:`part_seed`: a seed and a *name* -- a graded check's inputs (named by its cell's
+  ``grade_id``, by the checks framework), the parts a check makes (``"reader"``, ``"strips"``):
+  nothing to number by hand, and parts named differently never share draws.
+
+A model's initial weights take ``torch.manual_seed(seed)`` of the base seed itself.
 """
 from __future__ import annotations
+
+import hashlib
 
 import torch
 
@@ -14,7 +20,6 @@ STREAMS = {                      # name -> (multiplier of the base seed, multipl
     "train-strips": (1_000_003, 1),      # one batch of training strips per step
     "eval-strips": (7919, 101),          # one batch of evaluation strips per length
     "text-windows": (1_000_033, 1),      # the training windows of Lab 12's language model
-    "checks": (1000, 1),                 # one input set per graded check (index = the check's offset)
 }
 
 
@@ -29,6 +34,18 @@ def derive(seed: int, stream: str, index: int = 0) -> int:
 def generator(seed: int, stream: str, index: int = 0) -> torch.Generator:
     """A ``torch.Generator`` seeded with :func:`derive` (CPU; its draws do not touch the global RNG)."""
     return torch.Generator().manual_seed(derive(seed, stream, index))
+
+
+def part_seed(seed: int, name: str) -> int:
+    """The seed of the part called ``name`` of what ``seed`` makes: a one-way mix of both, 40 bits
+    (so that :func:`derive` of it stays within int64)."""
+    digest = hashlib.sha256(f"{int(seed)}:{name}".encode()).digest()
+    return int.from_bytes(digest[:5], "big")
+
+
+def part_generator(seed: int, name: str) -> torch.Generator:
+    """A ``torch.Generator`` seeded with :func:`part_seed` (CPU; the global RNG is untouched)."""
+    return torch.Generator().manual_seed(part_seed(seed, name))
 
 
 def seed_everything(seed: int) -> None:

@@ -1,6 +1,6 @@
 """Hardened grading of a class on Dask against the local worker pool, on this machine.
 
-    python benchmarks/dask_grading.py        # about 8 minutes on 2 cores
+    python -m benchmarks.dask_grading        # about 8 minutes on 2 cores
 
 40 submissions of Lab 8 (correct, one task wrong, the untouched release, in turn), graded
 
@@ -33,6 +33,7 @@ from test_dask_grading import Cluster, comparable  # noqa: E402
 import nbgrader_harness as harness  # noqa: E402
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch  # noqa: E402
 from attention_course_instructor.grading.hardened.dask_workers import DaskWorkers, submission_files  # noqa: E402
+from benchmarks.report import markdown_table  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "dask_grading.md"
 SUBMISSIONS = 40
@@ -89,11 +90,12 @@ def main() -> int:
     rows = [("local pool, 2 processes", local_s), ("Dask, 2 workers", dask_s),
             ("Dask, one of 2 workers killed half way", killed_s)]
     lines = ["# Hardened grading on Dask against the local pool", "",
-             f"Measured by `benchmarks/dask_grading.py` on {os.cpu_count()} CPUs, {platform.machine()}, "
+             f"Measured by `python -m benchmarks.dask_grading` on {os.cpu_count()} CPUs, {platform.machine()}, "
              f"Python {platform.python_version()}: {SUBMISSIONS} Lab 8 submissions (correct, one task "
              "wrong, the untouched release, in turn), sandboxed kernels.", "",
-             "| run | seconds | per submission s | vs local |", "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {s:.1f} | {s / SUBMISSIONS:.2f} | {s / local_s:.2f}x |" for name, s in rows]
+             markdown_table(["run", "seconds", "per submission s", "vs local"],
+                            [[name, f"{s:.1f}", f"{s / SUBMISSIONS:.2f}", f"{s / local_s:.2f}x"]
+                             for name, s in rows])]
     lines += ["", f"Scheduler overhead per submission (round trip of a task carrying one submission's "
               f"bytes): {overhead:.1f} ms.", "",
               f"Every run gave the same score in every cell of every submission: {'yes' if same else 'NO'}."]

@@ -3,7 +3,7 @@
 (everything cached), and the full suite as CI runs it (``.ci/run``'s ``make test``), with each test
 file's share of the workers' time.
 
-    .venv/bin/python benchmarks/dev_loop.py          # about 25 minutes on 2 cores
+    python -m benchmarks.dev_loop          # about 25 minutes on 2 cores
 
 Clones the committed ``HEAD`` (as CI does) into a temporary folder and writes
 ``benchmarks/results/dev_loop.md`` and ``dev_loop.json``. Targets (issue 37): a cold book within
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
+import shutil
 import subprocess
 import tempfile
 import time
@@ -21,14 +21,16 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.report import Target, machine, markdown_table, write
+
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-TARGETS = {"cold make book": 180.0, "make test": 1200.0}          # seconds
+TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, unit=" s")}
 CI_ARGS = "-p no:cacheprovider --durations=15"                      # as .ci/run passes them
 
 
 def timed(cmd: list[str], cwd: Path, log: Path) -> float:
-    """Seconds ``cmd`` took in ``cwd`` (its output to ``log``); raises if it failed."""
+    """Seconds ``cmd`` took in ``cwd`` (its output to ``log``); stops the benchmark if it failed,
+    leaving its folder (and ``log``) for a look."""
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
     start = time.perf_counter()
     with open(log, "w") as out:
@@ -64,16 +66,9 @@ def measure(workdir: Path) -> dict:
             "files": {k: round(v, 1) for k, v in file_seconds(junit).items()}}
 
 
-def markdown_table(header: list[str], rows: list[list]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(str(c) for c in row) + " |" for row in rows]]
-
-
 def verdict(what: str, seconds: float) -> str:
     target = TARGETS.get(what)
-    if target is None:
-        return ""
-    return f"within {target / 60:g} min: {'met' if seconds <= target else '**missed**'}"
+    return f"{target}: {target.verdict(seconds)}" if target else ""
 
 
 def report(result: dict, machine: str) -> str:
@@ -84,25 +79,22 @@ def report(result: dict, machine: str) -> str:
              f"Written by `benchmarks/dev_loop.py` on {machine}, commit {result['commit']}, "
              f"{time.strftime('%Y-%m-%d')}: a clean clone, `make book` twice, then `make test` as "
              f"CI runs it (pytest-xdist, {jobs} workers, each test file whole on one worker).", ""]
-    lines += markdown_table(["step", "seconds", "minutes", "target"],
-                            [[what, s, f"{s / 60:.1f}", verdict(what, s)] for what, s in seconds.items()])
+    lines += [markdown_table(["step", "seconds", "minutes", "target"],
+                             [[what, s, f"{s / 60:.1f}", verdict(what, s)] for what, s in seconds.items()])]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers):", ""]
-    lines += markdown_table(["test file", "seconds", "share"],
-                            [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
-                             for name, s in files.items()])
+    lines += [markdown_table(["test file", "seconds", "share"],
+                             [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
+                              for name, s in files.items()])]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    machine = (f"{platform.node() or 'host'} ({platform.machine()}, {len(os.sched_getaffinity(0))} "
-               f"CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2 ** 30:.0f} GiB)")
-    with tempfile.TemporaryDirectory(prefix="dev-loop-") as tmp:
-        result = measure(Path(tmp))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dev_loop.json").write_text(json.dumps(result | {"machine": machine}, indent=1) + "\n")
-    (RESULTS / "dev_loop.md").write_text(report(result, machine))
-    print(report(result, machine))
+    workdir = Path(tempfile.mkdtemp(prefix="dev-loop-"))
+    result = measure(workdir)                      # a failed step stops here and keeps workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+    write("dev_loop.json", json.dumps(result | {"machine": machine()}, indent=1))
+    write("dev_loop.md", report(result, machine()))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What the interactive-figure toolkit costs: bytes in the built site and seconds in a build.
 
-    .venv/bin/python benchmarks/figure_toolkit_cost.py      (after `make book`)
+    python -m benchmarks.figure_toolkit_cost      (after `make book`)
 
 Budget (figure-toolkit issue): <= 5 MB added to the site and <= 10 s added to a build. The size
 counts anywidget's front end, the shim, and the widget state and fallback images that the figure
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from attention_course_instructor.book.build import HTML
 from attention_course.book.figures import QKVExplorer, SoftmaxPeakFigure, softmax_peak_curves
+from benchmarks.report import Target, markdown_table, write
 
 HERE = Path(__file__).resolve().parent
 PAGE = HTML / "book" / "chapter8" / "queries-keys-values.html"
@@ -40,22 +41,27 @@ def build_seconds() -> float:
     return time.perf_counter() - start
 
 
+SITE_BYTES = Target(5_000_000, unit=" bytes")
+BUILD_SECONDS = Target(10, unit=" s")
+
+
+def report(sizes: dict, seconds: float) -> str:
+    total = sum(sizes.values())
+    return "\n".join([
+        "# Figure toolkit: cost in the built site", "",
+        "Written by `python -m benchmarks.figure_toolkit_cost`.", "",
+        markdown_table(["part", "bytes"], [
+            *[[k, f"{v:,}"] for k, v in sizes.items()],
+            ["**total**", f"**{total:,}** (budget: {SITE_BYTES}; {SITE_BYTES.verdict(total)})"]]), "",
+        "Build time of the two figures (create, precompute, fallback PNG, serialise): "
+        f"{seconds:.1f} s (budget: {BUILD_SECONDS}; {BUILD_SECONDS.verdict(seconds)}).", "",
+        "The widget manager, RequireJS and MathJax are the foundation's and are not counted.", ""])
+
+
 def main():
     if not PAGE.exists():
         raise SystemExit(f"{PAGE} is missing: run `make book` first")
-    sizes = site_bytes()
-    total = sum(sizes.values())
-    seconds = build_seconds()
-    lines = ["# Figure toolkit: cost in the built site", "",
-             "Written by `benchmarks/figure_toolkit_cost.py`.", "",
-             "| part | bytes |", "|---|---|", *[f"| {k} | {v:,} |" for k, v in sizes.items()],
-             f"| **total** | **{total:,}** (budget 5,000,000: {'met' if total <= 5e6 else 'NOT met'}) |",
-             "", f"Build time of the two figures (create, precompute, fallback PNG, serialise): "
-             f"{seconds:.1f} s (budget 10 s: {'met' if seconds <= 10 else 'NOT met'}).", "",
-             "The widget manager, RequireJS and MathJax are the foundation's and are not counted.", ""]
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "figure_toolkit.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+    write("figure_toolkit.md", report(site_bytes(), build_seconds()))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A class of honest and hostile students graded together: does anyone break it for the others?
 
-    .venv/bin/python benchmarks/grading_load.py          # as root: kernels get uids of their own
+    python -m benchmarks.grading_load          # as root: kernels get uids of their own
 
 Issue 41 asks for a batch of 40 submissions of both labs, 30 honest and 10 hostile, graded at
 ``--jobs`` equal to the CPU count and at twice that, with every honest score identical to grading

@@ -1,6 +1,6 @@
 """What hardened grading costs: one submission, and a batch of 20 over one core and all cores.
 
-    .venv/bin/python benchmarks/grading_throughput.py
+    python -m benchmarks.grading_throughput
 
 Target (hardened-grading issue): the hardened path adds at most 50 % to one submission's grading
 time compared with plain ``nbgrader autograde``; a batch can use every core. Writes
@@ -28,8 +28,10 @@ from attention_course_instructor.grading.hardened.kernel import Limits
 # the throw-away nbgrader course of the tests (tests/nbgrader_harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import nbgrader_harness as harness  # noqa: E402
+from benchmarks.report import Target, markdown_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+RATIO = Target(1.5, unit="x")                # hardened against nbgrader, one submission
 OUT = REPO / "benchmarks" / "results" / "grading_throughput.md"
 REPEATS = 3
 BROKEN = {
@@ -91,16 +93,18 @@ def main() -> None:
     one_plain, one_hard = statistics.median(nbgrader_times), statistics.median(hardened_times)
     lines = [
         "# Hardened grading: cost", "",
-        f"Measured by `benchmarks/grading_throughput.py` on {platform.machine()}, "
+        f"Measured by `python -m benchmarks.grading_throughput` on {platform.machine()}, "
         f"{os.cpu_count()} cores, torch {torch.__version__}, Python {sys.version.split()[0]}.", "",
         "## One submission (the Lab 8 solution), median of 3", "",
-        "| path | seconds |", "|---|---|",
-        f"| `nbgrader autograde` (NBGRADER_EXECUTION set: the lab trains for 20 steps) | {one_plain:.1f} |",
-        f"| hardened (rebuild, sandboxed kernel, probes, checks in the grader) | {one_hard:.1f} |",
-        f"| hardened / nbgrader | {one_hard / one_plain:.2f} (target: at most 1.50) |", "",
+        markdown_table(["path", "seconds"], [
+            ["`nbgrader autograde` (NBGRADER_EXECUTION set: the lab trains for 20 steps)",
+             f"{one_plain:.1f}"],
+            ["hardened (rebuild, sandboxed kernel, probes, checks in the grader)", f"{one_hard:.1f}"],
+            ["hardened / nbgrader", f"{one_hard / one_plain:.2f} (target: {RATIO}; "
+                                    f"{RATIO.verdict(one_hard / one_plain)})"]]), "",
         "## A batch of 20 submissions (10 correct, 10 with task 6 broken in five ways)", "",
-        "| workers | wall seconds | per submission |", "|---|---|---|",
-        *[f"| {jobs} | {wall:.1f} | {wall / 20:.1f} |" for jobs, wall in walls.items()], "",
+        markdown_table(["workers", "wall seconds", "per submission"],
+                       [[jobs, f"{wall:.1f}", f"{wall / 20:.1f}"] for jobs, wall in walls.items()]), "",
         "Every cell's score and status were identical in both runs (asserted). The gradebook is",
         "written once, by the parent process, after the workers finish. The broken submissions",
         "include two loops stopped by the 30 s cell limit and two kernels killed by `os._exit`,",

@@ -1,7 +1,7 @@
 """What one student costs the course hub, and how the hub copes with a class arriving at once.
 
-    python benchmarks/hub_capacity.py        # as root (it makes accounts); about 5 minutes
-    python benchmarks/hub_capacity.py --tables-only   # rewrite the tables from the committed JSON
+    python -m benchmarks.hub_capacity        # as root (it makes accounts); about 5 minutes
+    python -m benchmarks.hub_capacity --tables-only   # rewrite the tables from the committed JSON
 
 1. One student running the whole of Lab 8 (the solution, full-length training, as a student runs it):
    peak resident memory and CPU seconds of the kernel and the tools around it.

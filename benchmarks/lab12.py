@@ -1,7 +1,7 @@
 """Lab 12 measured: the notebook's time, grading one submission both ways, and the model's held-out
 bits per character against character n-gram models (interpolated Kneser-Ney, orders 1-6).
 
-    .venv/bin/python benchmarks/lab12.py            # about 8 minutes on 2 cores
+    python -m benchmarks.lab12            # about 8 minutes on 2 cores
 
 The model is the one the notebook trains (the solution run in full, as a student runs it, with one
 cell appended that scores the trained model on the validation and test splits). The n-gram models
@@ -12,8 +12,6 @@ and the chosen one is scored on the test split. Writes ``benchmarks/results/lab1
 from __future__ import annotations
 
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -22,11 +20,15 @@ from datetime import datetime
 from pathlib import Path
 
 import nbformat
-import torch
 
 from attention_course.data.python_docs import PYTHON_VERSION, split_topics
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
 from attention_course.tasks.ngram_baselines import KneserNey, best_kneser_ney
+from benchmarks.report import Target, machine, markdown_table, write
+
+# the throw-away nbgrader course of the tests (tests/nbgrader_harness.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import nbgrader_harness as harness  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -34,10 +36,6 @@ SOLUTION = REPO / "solutions" / "lab12" / "lab12.ipynb"
 STUDENTS = 3
 SCORE_CELL = """\
 import json
-
-# the throw-away nbgrader course of the tests (tests/nbgrader_harness.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import nbgrader_harness as harness  # noqa: E402
 print("LAB12-SCORES", json.dumps({name: bits_per_character(model, ids[name], chars[name])
                                   for name in ("val", "test")} | {"train_seconds": record["train_seconds"]}))
 """
@@ -81,7 +79,8 @@ def time_grading(workdir: Path) -> dict:
     return {"nbgrader_seconds": nbgrader_seconds, "hardened_seconds": hardened_seconds}
 
 
-def main():
+def measure() -> dict:
+    """Every number of the report: the n-gram grid, the notebook's model and times, grading."""
     splits = split_topics()
     began = time.perf_counter()
     ngrams = best_kneser_ney(splits["train"].text, splits["val"].text, splits["test"].text)
@@ -91,49 +90,57 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         model = run_notebook(Path(tmp))
         grading = time_grading(Path(tmp))
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, Python "
-               f"{PYTHON_VERSION}, cuda {'yes' if torch.cuda.is_available() else 'no'}")
-    best = ngrams["best"]
-    results = {"machine": machine, "model": model, "grading": grading, "ngram": ngrams,
-               "bigram": bigram, "ngram_seconds": ngram_seconds,
-               "sizes": {name: len(part) for name, part in splits.items()}}
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "lab12.json").write_text(json.dumps(results, indent=1))
+    return {"machine": f"{machine()}, Python {PYTHON_VERSION}", "model": model, "grading": grading,
+            "ngram": ngrams, "bigram": bigram, "ngram_seconds": ngram_seconds,
+            "sizes": {name: len(part) for name, part in splits.items()}}
+
+
+BUDGETS = {"complete notebook, as a student runs it": Target(300, unit=" s"),
+           "of which training": Target(180, unit=" s"),
+           f"grade one submission, nbgrader autograde (mean of {STUDENTS})": Target(20, unit=" s"),
+           f"grade one submission, hardened grader (mean of {STUDENTS})": Target(20, unit=" s")}
+
+
+def report(results: dict) -> str:
+    model, grading, bigram = results["model"], results["grading"], results["bigram"]
+    best, sizes = results["ngram"]["best"], results["sizes"]
     by_order = {}
-    for row in ngrams["table"]:
+    for row in results["ngram"]["table"]:
         if row["order"] not in by_order or row["val_bpc"] < by_order[row["order"]]["val_bpc"]:
             by_order[row["order"]] = row
-    budget_rows = [("complete notebook, as a student runs it", model["notebook_seconds"], 300),
-                   ("of which training", model["train_seconds"], 180),
-                   (f"grade one submission, nbgrader autograde (mean of {STUDENTS})",
-                    grading["nbgrader_seconds"], 20),
-                   (f"grade one submission, hardened grader (mean of {STUDENTS})",
-                    grading["hardened_seconds"], 20)]
-    beat = model["test"] < best["test_bpc"]
-    text = "\n".join([
+    seconds = dict(zip(BUDGETS, (model["notebook_seconds"], model["train_seconds"],
+                                 grading["nbgrader_seconds"], grading["hardened_seconds"])))
+    beats = {"bigram": model["test"] < bigram["test_bpc"], "best": model["test"] < best["test_bpc"]}
+    return "\n".join([
         "# Lab 12: time budgets and held-out bits per character", "",
-        f"Written by `benchmarks/lab12.py` on {machine}. Text: Python's help topics "
-        f"(`pydoc_data`), {results['sizes']['train']:,d} / {results['sizes']['val']:,d} / "
-        f"{results['sizes']['test']:,d} characters of train / validation / test, split by topic.", "",
+        f"Written by `python -m benchmarks.lab12` on {results['machine']}. Text: Python's help topics "
+        f"(`pydoc_data`), {sizes['train']:,d} / {sizes['val']:,d} / {sizes['test']:,d} characters "
+        "of train / validation / test, split by topic.", "",
         "## Time", "",
-        "| what | seconds | budget | met |", "|---|---|---|---|",
-        *[f"| {what} | {sec:.0f} | {budget} | {'yes' if sec <= budget else '**no**'} |"
-          for what, sec, budget in budget_rows], "",
+        markdown_table(["what", "seconds", "budget", "met"],
+                       [[what, f"{s:.0f}", BUDGETS[what], BUDGETS[what].verdict(s)]
+                        for what, s in seconds.items()]), "",
         "## Held-out bits per character", "",
-        "| model | validation bpc | test bpc |", "|---|---|---|",
-        f"| the lab's model (trained as the notebook trains it) | {model['val']:.3f} | {model['test']:.3f} |",
-        f"| bigram (Kneser-Ney, order 2, discount {bigram['discount']}) | {bigram['val_bpc']:.3f} | "
-        f"{bigram['test_bpc']:.3f} |",
-        f"| best interpolated Kneser-Ney (order {best['order']}, discount {best['discount']}, chosen "
-        f"on validation) | {best['val_bpc']:.3f} | {best['test_bpc']:.3f} |", "",
+        markdown_table(["model", "validation bpc", "test bpc"], [
+            ["the lab's model (trained as the notebook trains it)", f"{model['val']:.3f}",
+             f"{model['test']:.3f}"],
+            [f"bigram (Kneser-Ney, order 2, discount {bigram['discount']})",
+             f"{bigram['val_bpc']:.3f}", f"{bigram['test_bpc']:.3f}"],
+            [f"best interpolated Kneser-Ney (order {best['order']}, discount {best['discount']}, "
+             "chosen on validation)", f"{best['val_bpc']:.3f}", f"{best['test_bpc']:.3f}"]]), "",
         "Kneser-Ney by order (best discount of 0.1-0.9 on validation):", "",
-        "| order | discount | validation bpc |", "|---|---|---|",
-        *[f"| {o} | {r['discount']} | {r['val_bpc']:.3f} |" for o, r in sorted(by_order.items())], "",
-        f"The model beats the bigram model: {'yes' if model['test'] < bigram['test_bpc'] else '**no**'}. "
-        f"It beats the best Kneser-Ney model on the test split: {'yes' if beat else '**no**'}. "
+        markdown_table(["order", "discount", "validation bpc"],
+                       [[o, r["discount"], f"{r['val_bpc']:.3f}"] for o, r in sorted(by_order.items())]),
+        "",
+        f"The model beats the bigram model: {'yes' if beats['bigram'] else '**no**'}. "
+        f"It beats the best Kneser-Ney model on the test split: {'yes' if beats['best'] else '**no**'}. "
         "What else was tried for the model is in `lab12_variants.md`.", ""])
-    (HERE / "results" / "lab12.md").write_text(text)
-    print(text)
+
+
+def main():
+    results = measure()
+    write("lab12.json", json.dumps(results, indent=1))
+    write("lab12.md", report(results))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 budget, each trained as the notebook trains (the lab's reference functions, the course's one
 training loop, one seed), scored in bits per character on the validation and test splits.
 
-    .venv/bin/python benchmarks/lab12_variants.py        # about 25 minutes on 2 cores
+    python -m benchmarks.lab12_variants        # about 25 minutes on 2 cores
 
 Seconds are wall-clock training time on this machine with two torch threads. Writes
 ``benchmarks/results/lab12_variants.md``.
@@ -10,8 +10,6 @@ Seconds are wall-clock training time on this machine with two torch threads. Wri
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +20,7 @@ from attention_course.data.python_docs import PYTHON_VERSION, split_topics
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.seeds import generator
 from attention_course.tasks.fitting import fit
+from benchmarks.report import machine, markdown_table, write
 
 HERE = Path(__file__).resolve().parent
 SEED = 0
@@ -71,22 +70,19 @@ def main():
     for name, change in VARIANTS.items():
         rows[name] = train_variant(ref, splits, change) | {"change": change}
         print(name, json.dumps(rows[name]), flush=True)
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, Python {PYTHON_VERSION}"
     text = "\n".join([
         "# Lab 12: what was tried for the model", "",
-        f"Written by `benchmarks/lab12_variants.py` on {machine}; one seed each, trained as the notebook "
+        f"Written by `python -m benchmarks.lab12_variants` on {machine()}, Python {PYTHON_VERSION}; one seed each, trained as the notebook "
         "trains (the lab's settings: "
         f"{ref.NUM_MERGES} merges, width {ref.LMConfig().width}, {ref.LMConfig().layers} blocks of "
         f"{ref.LMConfig().heads} heads, context {ref.LMConfig().context}, dropout {ref.LMConfig().dropout}, "
         f"batch {ref.BATCH}, {ref.TRAIN_STEPS} steps, AdamW at {ref.LEARNING_RATE} one-cycle). "
         "Training seconds are wall-clock on a machine that was not always idle; the lab's own "
         "time, measured alone, is in `lab12.md`.", "",
-        "| variant | parameters | training s | validation bpc | test bpc |", "|---|---|---|---|---|",
-        *[f"| {name} | {r['parameters']:,d} | {r['seconds']:.0f} | {r['val']:.3f} | {r['test']:.3f} |"
-          for name, r in rows.items()], ""])
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "lab12_variants.md").write_text(text)
-    print(text)
+        markdown_table(["variant", "parameters", "training s", "validation bpc", "test bpc"],
+                       [[name, f"{r['parameters']:,d}", f"{r['seconds']:.0f}", f"{r['val']:.3f}",
+                         f"{r['test']:.3f}"] for name, r in rows.items()]), ""])
+    write("lab12_variants.md", text)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Lab 8 attention maps for the book: a read that is right and one that is wrong, by strip length.
 
-    .venv/bin/python benchmarks/lab8_maps.py [--seed 0] [--steps N] [--lengths 6 14]
+    python -m benchmarks.lab8_maps [--seed 0] [--steps N] [--lengths 6 14]
 
 Takes the attention reader ``benchmarks/lab8_readers.py`` trained with the same seed (its checkpoint
 under ``runs/``, when it was trained with today's Lab 8 configuration and recipe), or trains one
@@ -22,7 +22,7 @@ import torch
 
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, eval_strips, load_reader,
                                             train_reader)
-from lab8_reference import read_greedily, reader_step
+from benchmarks.lab8_reference import read_greedily, reader_step
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RUNS = Path(__file__).resolve().parent.parent / "runs"

@@ -1,10 +1,10 @@
 """Lab 8 benchmark: train both readers on several seeds and tabulate them by strip length.
 
-    .venv/bin/python benchmarks/lab8_readers.py [--seeds 0 1 2] [--count 200]
+    python -m benchmarks.lab8_readers [--seeds 0 1 2] [--count 200]
 
 Writes ``benchmarks/results/lab8_readers.md`` (the committed table) and ``lab8_readers.json`` (every
 number), and saves each trained reader under ``runs/`` so that it can be re-checked on new strips:
-``python benchmarks/reader_cli.py evaluate runs/lab8-attention-0.pt --seed 777``.
+``python -m benchmarks.reader_cli evaluate runs/lab8-attention-0.pt --seed 777``.
 Training uses the Lab 8 configurations and recipes (``attention_course.tasks.readers.LAB_READERS``
 and ``LAB_TRAINING``) and the lab's threads (one of two CPUs, idle threads asleep); the budget is
 checked against the lab's targets and the verdicts are written next to the numbers.
@@ -19,7 +19,7 @@ error differs from the floor, and from other lengths, by what the length does.
 
 Beside the table by length (1-24; the lab trains on 1-8 and itself evaluates up to 16): the
 like-for-like floor (isolated-digit classifiers trained and tested at the strips' shifts, with 95%
-intervals; ``attention_course.tasks.baselines``), each reader's own error on the same isolated
+intervals; ``attention_course.tasks.digit_floor``), each reader's own error on the same isolated
 test digits (each read as a strip of one digit at every shift), the attention reader retrained
 with as many steps as fit the time budget at the pace this run measured, and a spacing table
 (CER on lengths 1-8 with other gaps, lead margins and no blank tail than the evaluation strips
@@ -43,7 +43,7 @@ import torch
 from attention_course.data.strips import (StripBatch, StripStyle, covering_strips, encode_targets,
                                           load_digit_pools)
 from attention_course.devices import use_available_cpus
-from attention_course.tasks.baselines import (CNN_STEPS, JITTER, chosen_cnn_steps,
+from attention_course.tasks.digit_floor import (CNN_STEPS, JITTER, chosen_cnn_steps,
                                               classifier_mistakes, cnn_validation_errors,
                                               digit_classifier_error, like_for_like_floor,
                                               paired_difference, shifted_digits)
@@ -51,10 +51,10 @@ from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, T
                                             TRAIN_POOL, eval_strips, load_reader, save_reader,
                                             train_reader)
 from attention_course.seeds import derive
-from lab8_reference import LAB8, read_greedily, reader_step
+from benchmarks.lab8_reference import lab8, read_greedily, reader_step
+from benchmarks.report import write
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 RUNS = HERE.parent / "runs"
 EVAL_LENGTHS = tuple(range(1, 25))
 BEYOND = tuple(n for n in EVAL_LENGTHS if n > max(TRAIN_LENGTHS))
@@ -106,8 +106,8 @@ def readings_by_length(reader, lengths, digits, eval_seed: int, style: StripStyl
 
 def scores(readings: list[str], texts: list[str]) -> dict:
     """Exact accuracy and CER (the lab's reference metrics), strips and digits read."""
-    return {"exact": LAB8.exact_accuracy(readings, texts),
-            "cer": LAB8.character_error_rate(readings, texts),
+    return {"exact": lab8().exact_accuracy(readings, texts),
+            "cer": lab8().character_error_rate(readings, texts),
             "n": len(texts), "digits": sum(len(t) for t in texts)}
 
 
@@ -321,22 +321,25 @@ def without_mistakes(run: dict) -> dict:
     return run | {"isolated": isolated}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--count", type=int, default=200,
-                    help="test strips' worth of digits per length (at least the floor's digits)")
-    ap.add_argument("--eval-seed", type=int, default=2024)
-    args = ap.parse_args()
+def measure(args) -> dict:
+    """Every measurement of the report: the floor, each seed's readers, the evaluation's spread
+    and the recipe fitted to the budget."""
     use_available_cpus()                  # the lab's thread rule: half the CPUs, so one of two
     validation = cnn_validation_errors()
     floor = {**like_for_like_floor(), "unshifted": digit_classifier_error("svm", False),
              "images": len(load_digit_pools().labels["test"]), "cnn_validation": validation,
              "cnn_steps": CNN_STEPS, "cnn_chosen": chosen_cnn_steps(validation)}
     runs = run(args.seeds, args.count, args.eval_seed, floor["n"])
+    return {"validation": validation, "floor": floor, "runs": runs,
+            "spread": evaluation_spread(args.seeds, floor["n"]),
+            "budget": within_budget(runs, args.seeds, args.count, args.eval_seed, floor["n"])}
+
+
+def report(args, measured: dict) -> tuple[str, dict]:
+    """The Markdown report and the JSON record of :func:`measure`'s results."""
+    validation, floor, runs = measured["validation"], measured["floor"], measured["runs"]
+    spread, budget = measured["spread"], measured["budget"]
     table, verdicts, floors, spacings, summary = summarise(runs, args.seeds, floor)
-    spread = evaluation_spread(args.seeds, floor["n"])
-    budget = within_budget(runs, args.seeds, args.count, args.eval_seed, floor["n"])
     lab = LAB_TRAINING["attention"]
     recipe_rows = [
         f"| the lab's: {lab.steps} steps | {summary['slowest_attention_seconds']:.0f} s | "
@@ -422,16 +425,26 @@ def main():
         "lie beyond that.", "",
         *spacings, "",
         "## Against the Lab 8 targets", "", *verdicts, ""])
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lab8_readers.md").write_text(text)
-    (RESULTS / "lab8_readers.json").write_text(json.dumps({
+    record = {
         "seeds": args.seeds, "training": {name: asdict(t) for name, t in LAB_TRAINING.items()},
         "readers": {name: config.to_dict() for name, config in LAB_READERS.items()},
         "count": args.count, "eval_seed": args.eval_seed,
         "floor": floor["error"], "floors": floor, "machine": machine, "summary": summary,
         "evaluation_spread": {"seeds": SPREAD_SEEDS, **spread}, "within_budget": budget,
-        "runs": {f"{k[0]}/{k[1]}": without_mistakes(v) for k, v in runs.items()}}, indent=1))
-    print(text)
+        "runs": {f"{k[0]}/{k[1]}": without_mistakes(v) for k, v in runs.items()}}
+    return text, record
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--count", type=int, default=200,
+                    help="test strips' worth of digits per length (at least the floor's digits)")
+    ap.add_argument("--eval-seed", type=int, default=2024)
+    args = ap.parse_args()
+    text, record = report(args, measure(args))
+    write("lab8_readers.md", text)
+    write("lab8_readers.json", json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

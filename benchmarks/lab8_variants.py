@@ -1,6 +1,6 @@
 """Lab 8: what each choice of the two readers' designs and training is worth (one seed each).
 
-    .venv/bin/python benchmarks/lab8_variants.py [--seed 0] [--count 100] [--jobs 2]
+    python -m benchmarks.lab8_variants [--seed 0] [--count 100] [--jobs 2]
 
 Each variant changes one thing (two, in a few rows that also change the number of steps) relative
 to a Lab 8 reader (``LAB_READERS``) trained as the lab trains it (``LAB_TRAINING``) and reports its
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import multiprocessing
 import os
@@ -36,9 +37,9 @@ from pathlib import Path
 import torch
 
 from attention_course.tasks.readers import LAB_READERS, LAB_TRAINING, train_reader
-from lab8_readers import (SPACINGS, digits_per_length, isolated_reading_error, readings_by_length,
+from benchmarks.lab8_readers import (SPACINGS, digits_per_length, isolated_reading_error, readings_by_length,
                           scores, steps_within_budget)
-from lab8_reference import LAB8, reader_step
+from benchmarks.lab8_reference import lab8, reader_step
 
 HERE = Path(__file__).resolve().parent
 EVAL_SEED = 2024
@@ -60,58 +61,62 @@ def budget_steps(kind: str) -> int:
     return steps_within_budget(slowest, results["training"][kind]["steps"])
 
 
-# the last rows: the steps that fit the two-minute budget at lab8_readers.json's pace
-BUDGET_STEPS = {kind: budget_steps(kind) for kind in LAB_TRAINING}
-VARIANTS = {
-    "Lab 8 attention reader": ("attention", {}, {}),
-    f"spaced batches of {SHORT_SPACED[0]}-{SHORT_SPACED[-1]} digits only (the lab's: every length)":
-        ("attention", {}, {"spaced_lengths": SHORT_SPACED}),
-    "starts having looked nowhere (first step's prior flat)":
-        ("attention", {"start_at_first_column": False}, {}),
-    "no spacing augmentation": ("attention", {}, {"spaced": None}),
-    "no label smoothing": ("attention", {}, {"label_smoothing": 0.0}),
-    "no location prior (plain location-aware attention)":
-        ("attention", {"location_prior": False}, {}),
-    "with a GRU decoder state (the reader can count)": ("attention", {"decoder_state": True}, {}),
-    "column states that also carry the column embedding":
-        ("attention", {"skip_embedding": True}, {}),
-    "Lab 8 fixed-context reader": ("fixed-context", {}, {}),
-    f"fixed-context, spaced batches of {SHORT_SPACED[0]}-{SHORT_SPACED[-1]} digits only":
-        ("fixed-context", {}, {"spaced_lengths": SHORT_SPACED}),
-    f"fixed-context, {ATTENTION_STEPS} steps (the attention reader's number)":
-        ("fixed-context", {}, {"steps": ATTENTION_STEPS}),
-    "fixed-context, lengths drawn uniformly": ("fixed-context", {}, {"short_bias": False}),
-    "fixed-context, plain ReLU in the embedding": ("fixed-context", {"embed_slope": 0.0}, {}),
-    "fixed-context, a warm-up first (one-cycle schedule)":
-        ("fixed-context", {}, {"schedule": "one-cycle"}),
-    f"fixed-context, learning rate {OLD_LR:g}": ("fixed-context", {}, {"lr": OLD_LR}),
-    # what the attention reader's digit recognition owes to each choice of its recipe
-    "attention, no image convolutions (column convolutions only)":
-        ("attention", {"image_channels": 0}, {}),
-    "attention, trained on the train pool only (not the validation pool too)":
-        ("attention", {}, {"split": "train"}),
-    "attention, plain ReLU in the embedding": ("attention", {"embed_slope": 0.0}, {}),
-    "attention, a warm-up first (one-cycle schedule)": ("attention", {}, {"schedule": "one-cycle"}),
-    f"attention, learning rate {OLD_LR:g}": ("attention", {}, {"lr": OLD_LR}),
-    "attention, lengths drawn uniformly": ("attention", {}, {"short_bias": False}),
-    f"attention, lengths drawn uniformly, {ATTENTION_STEPS * 4 // 5} steps":
-        ("attention", {}, {"short_bias": False, "steps": ATTENTION_STEPS * 4 // 5}),
-    f"attention, batches of {2 * ATTENTION_BATCH} strips, {ATTENTION_STEPS * 2 // 3} steps "
-    "(about the same time)": ("attention", {}, {"batch": 2 * ATTENTION_BATCH,
-                                                "steps": ATTENTION_STEPS * 2 // 3}),
-    f"attention, {ATTENTION_STEPS * 4 // 3} steps": ("attention", {},
-                                                     {"steps": ATTENTION_STEPS * 4 // 3}),
-    "attention, read with averaged weights (moving average, decay 0.995)":
-        ("attention", {}, {"weight_average": 0.995}),
-    # as many steps as fit the two-minute budget: the lab's readers, and the attention reader
-    # whose column states carry the embedding (which reads better per step, at a dearer step)
-    f"attention, {BUDGET_STEPS['attention']} steps": ("attention", {},
-                                                    {"steps": BUDGET_STEPS["attention"]}),
-    f"column states that also carry the column embedding, {BUDGET_STEPS['attention']} steps":
-        ("attention", {"skip_embedding": True}, {"steps": BUDGET_STEPS["attention"]}),
-    f"fixed-context, {BUDGET_STEPS['fixed-context']} steps":
-        ("fixed-context", {}, {"steps": BUDGET_STEPS["fixed-context"]}),
-}
+@functools.cache
+def variants() -> dict:
+    """name -> (reader kind, changes to its ReaderConfig, changes to its TrainConfig), in the
+    table's order. The last rows train for the steps that fit the two-minute budget at the pace
+    of the committed lab8_readers.json (read on first use)."""
+    budget = {kind: budget_steps(kind) for kind in LAB_TRAINING}
+    return {
+        "Lab 8 attention reader": ("attention", {}, {}),
+        f"spaced batches of {SHORT_SPACED[0]}-{SHORT_SPACED[-1]} digits only (the lab's: every length)":
+            ("attention", {}, {"spaced_lengths": SHORT_SPACED}),
+        "starts having looked nowhere (first step's prior flat)":
+            ("attention", {"start_at_first_column": False}, {}),
+        "no spacing augmentation": ("attention", {}, {"spaced": None}),
+        "no label smoothing": ("attention", {}, {"label_smoothing": 0.0}),
+        "no location prior (plain location-aware attention)":
+            ("attention", {"location_prior": False}, {}),
+        "with a GRU decoder state (the reader can count)": ("attention", {"decoder_state": True}, {}),
+        "column states that also carry the column embedding":
+            ("attention", {"skip_embedding": True}, {}),
+        "Lab 8 fixed-context reader": ("fixed-context", {}, {}),
+        f"fixed-context, spaced batches of {SHORT_SPACED[0]}-{SHORT_SPACED[-1]} digits only":
+            ("fixed-context", {}, {"spaced_lengths": SHORT_SPACED}),
+        f"fixed-context, {ATTENTION_STEPS} steps (the attention reader's number)":
+            ("fixed-context", {}, {"steps": ATTENTION_STEPS}),
+        "fixed-context, lengths drawn uniformly": ("fixed-context", {}, {"short_bias": False}),
+        "fixed-context, plain ReLU in the embedding": ("fixed-context", {"embed_slope": 0.0}, {}),
+        "fixed-context, a warm-up first (one-cycle schedule)":
+            ("fixed-context", {}, {"schedule": "one-cycle"}),
+        f"fixed-context, learning rate {OLD_LR:g}": ("fixed-context", {}, {"lr": OLD_LR}),
+        # what the attention reader's digit recognition owes to each choice of its recipe
+        "attention, no image convolutions (column convolutions only)":
+            ("attention", {"image_channels": 0}, {}),
+        "attention, trained on the train pool only (not the validation pool too)":
+            ("attention", {}, {"split": "train"}),
+        "attention, plain ReLU in the embedding": ("attention", {"embed_slope": 0.0}, {}),
+        "attention, a warm-up first (one-cycle schedule)": ("attention", {}, {"schedule": "one-cycle"}),
+        f"attention, learning rate {OLD_LR:g}": ("attention", {}, {"lr": OLD_LR}),
+        "attention, lengths drawn uniformly": ("attention", {}, {"short_bias": False}),
+        f"attention, lengths drawn uniformly, {ATTENTION_STEPS * 4 // 5} steps":
+            ("attention", {}, {"short_bias": False, "steps": ATTENTION_STEPS * 4 // 5}),
+        f"attention, batches of {2 * ATTENTION_BATCH} strips, {ATTENTION_STEPS * 2 // 3} steps "
+        "(about the same time)": ("attention", {}, {"batch": 2 * ATTENTION_BATCH,
+                                                    "steps": ATTENTION_STEPS * 2 // 3}),
+        f"attention, {ATTENTION_STEPS * 4 // 3} steps": ("attention", {},
+                                                         {"steps": ATTENTION_STEPS * 4 // 3}),
+        "attention, read with averaged weights (moving average, decay 0.995)":
+            ("attention", {}, {"weight_average": 0.995}),
+        # as many steps as fit the two-minute budget: the lab's readers, and the attention reader
+        # whose column states carry the embedding (which reads better per step, at a dearer step)
+        f"attention, {budget['attention']} steps": ("attention", {},
+                                                        {"steps": budget["attention"]}),
+        f"column states that also carry the column embedding, {budget['attention']} steps":
+            ("attention", {"skip_embedding": True}, {"steps": budget["attention"]}),
+        f"fixed-context, {budget['fixed-context']} steps":
+            ("fixed-context", {}, {"steps": budget["fixed-context"]}),
+    }
 HEAD = ["| variant | train s | isolated digits | exact 1-8 | CER 1-8 | CER 9-16 "
         "| worst spacing CER |", "|---|---|---|---|---|---|---|"]
 
@@ -121,10 +126,10 @@ def step_with_decoder_state(reader, memory, state, prev_token):
     prev_weights, prev_context, h = state
     h = reader.cell(torch.cat([reader.token_embed(prev_token), prev_context], -1), h)
     query = reader.query(prev_token, prev_context, h)                         # (B, A)
-    scores = (LAB8.additive_scores(query, reader.keys_at(memory, prev_weights), reader.v)
+    scores = (lab8().additive_scores(query, reader.keys_at(memory, prev_weights), reader.v)
               + reader.location_prior(prev_weights))                          # (B, N)
-    weights = LAB8.masked_attention_weights(scores, memory.mask)               # (B, N)
-    context = LAB8.attention_context(weights, memory.states)                   # (B, D)
+    weights = lab8().masked_attention_weights(scores, memory.mask)               # (B, N)
+    context = lab8().attention_context(weights, memory.states)                   # (B, D)
     return reader.readout(context, prev_token), (weights, context, h), weights
 
 
@@ -150,7 +155,7 @@ def worst_spacing_cer(reader, digits: int, step) -> float:
 def measure(name: str, seed: int, count: int, digits: int) -> str:
     """Train one variant and return its table row (run in a worker process on one thread)."""
     torch.set_num_threads(1)
-    kind, reader_change, train_change = VARIANTS[name]
+    kind, reader_change, train_change = variants()[name]
     config = dataclasses.replace(LAB_READERS[kind], **reader_change)
     train = dataclasses.replace(LAB_TRAINING[kind], **train_change)
     step = step_for(config)
@@ -206,7 +211,7 @@ def main():
     with ProcessPoolExecutor(args.jobs, mp_context=context, initializer=end_with_parent,
                              initargs=(os.getpid(),)) as pool:
         pending = {pool.submit(measure, name, args.seed, args.count, args.floor["n"]): name
-                   for name in VARIANTS}
+                   for name in variants()}
         for done in as_completed(pending):
             rows[pending[done]] = done.result()
             print(rows[pending[done]], flush=True)
@@ -214,8 +219,8 @@ def main():
 
 
 def write(args, rows: dict):
-    """Write the table so far, in the order of VARIANTS (a stopped run keeps what it measured)."""
-    missing = [v for v in VARIANTS if v not in rows]
+    """Write the table so far, in the order of variants() (a stopped run keeps what it measured)."""
+    missing = [v for v in variants() if v not in rows]
     text = "\n".join(["# Lab 8: variants of the two readers", "",
                       f"Written by `benchmarks/lab8_variants.py` (seed {args.seed}; every length "
                       "read on covering strips, as `lab8_readers.md` reads them: every test "
@@ -238,7 +243,7 @@ def write(args, rows: dict):
                       f"{args.floor['error']:.4f} of them). "
                       "*Worst spacing CER*: the largest CER over lengths 1-8 with gaps of 8 "
                       "columns, a lead of 25 or no blank tail.", "",
-                      *HEAD, *[rows[v] for v in VARIANTS if v in rows], ""]
+                      *HEAD, *[rows[v] for v in variants() if v in rows], ""]
                      + ([f"Not measured yet: {', '.join(missing)}.", ""] if missing else []))
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "lab8_variants.md").write_text(text)

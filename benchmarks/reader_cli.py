@@ -1,7 +1,7 @@
 """Train a digit-string reader, save it, and evaluate any saved reader on fresh strips.
 
-    python benchmarks/reader_cli.py train --reader attention --seed 0 --out runs/att-0.pt
-    python benchmarks/reader_cli.py evaluate runs/att-0.pt --lengths 1-16 --count 200 --seed 99
+    python -m benchmarks.reader_cli train --reader attention --seed 0 --out runs/att-0.pt
+    python -m benchmarks.reader_cli evaluate runs/att-0.pt --lengths 1-16 --count 200 --seed 99
 
 ``train`` uses the Lab 8 configuration of the named reader (``attention`` or ``fixed-context``),
 trained as the lab trains it (``LAB_TRAINING``), optionally changed with ``--set key=value``
@@ -21,7 +21,7 @@ import torch
 
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, format_results, load_reader,
                                             save_reader, train_reader)
-from lab8_reference import evaluate_reader, reader_step
+from benchmarks.lab8_reference import evaluate_reader, reader_step
 
 
 def parse_lengths(text: str) -> list[int]:

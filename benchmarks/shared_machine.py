@@ -1,6 +1,6 @@
 """Lab 8 on a shared machine: two students running the whole notebook at once on 2 cores.
 
-    .venv/bin/python benchmarks/shared_machine.py
+    python -m benchmarks.shared_machine
 
 Runs the solution notebook as a student does (full training, no NBGRADER_EXECUTION) once alone,
 then two copies at the same time, and reports the slow-down of the pair against one run (target:
@@ -11,14 +11,14 @@ lab's first cell sets ``OMP_WAIT_POLICY=PASSIVE`` and one torch thread per CPU i
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
+
+from benchmarks.report import Target, machine, markdown_table, write
 
 HERE = Path(__file__).resolve().parent
 SOLUTION = HERE.parent / "solutions" / "lab8" / "lab8.ipynb"
@@ -41,24 +41,26 @@ def timed(workdirs: list[Path]) -> float:
     return time.perf_counter() - start
 
 
+SLOW_DOWN = Target(2.5, unit="x")      # the pair against one run (2x: two cores shared perfectly)
+
+
+def report(alone: float, pair: float) -> str:
+    ratio = pair / alone
+    return "\n".join([
+        "# Lab 8 on a shared machine", "",
+        f"Written by `python -m benchmarks.shared_machine` on {machine()}.", "",
+        markdown_table(["what", "seconds"], [
+            ["one student's complete notebook, alone", f"{alone:.0f}"],
+            ["two students' notebooks at once (both finished)", f"{pair:.0f}"],
+            ["slow-down of the pair against one run",
+             f"{ratio:.2f}x (target: {SLOW_DOWN}; {SLOW_DOWN.verdict(ratio)})"]]), ""])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         alone = timed([Path(tmp) / "alone"])
         pair = timed([Path(tmp) / "first", Path(tmp) / "second"])
-    ratio = pair / alone
-    machine = (f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs available, torch "
-               f"{torch.__version__}, cuda {'yes' if torch.cuda.is_available() else 'no'}")
-    text = "\n".join([
-        "# Lab 8 on a shared machine", "",
-        f"Written by `benchmarks/shared_machine.py` on {machine}.", "",
-        "| what | seconds |", "|---|---|",
-        f"| one student's complete notebook, alone | {alone:.0f} |",
-        f"| two students' notebooks at once (both finished) | {pair:.0f} |",
-        f"| slow-down of the pair against one run | {ratio:.2f}x (target: at most 2.5x; "
-        f"{'met' if ratio <= 2.5 else '**not met**'}) |", ""])
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "shared_machine.md").write_text(text)
-    print(text)
+    write("shared_machine.md", report(alone, pair))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.tasks.captioning import (half_mass_cells, named_thing, occlude, occlude_shape,
+from attention_course.tasks.captioner import (half_mass_cells, named_thing, occlude, occlude_shape,
                                            occlusion_effects, summarise_effects, word_maps)
 from attention_course.data.scenes import (BACKGROUND, EOS, PAD, SIZE, SOS, WORDS, encode_caption,
                                           make_caption_batch, random_scenes)

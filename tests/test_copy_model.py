@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.tasks.copying import (SHOWCASE, CopyTraining, alignment, diagonal_counts,
+from attention_course.tasks.copy_model import (SHOWCASE, CopyTraining, alignment, diagonal_counts,
                                         text_splits, train_copy_model, training_strings)
 from attention_course.data.text import (EOS, PAD, SOS, VOCAB_SIZE, decode, encode, load_text,
                                         make_copy_batch, normalise, sample_windows)

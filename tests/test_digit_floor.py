@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attention_course.data.strips import load_digit_pools
-from attention_course.tasks.baselines import (CNN_STEP_CHOICES, CNN_STEPS, JITTER, _cnn,
+from attention_course.tasks.digit_floor import (CNN_STEP_CHOICES, CNN_STEPS, JITTER, _cnn,
                                               chosen_cnn_steps, classifier_mistakes,
                                               digit_classifier_error, error_interval,
                                               image_indices, paired_difference, shifted_digits,

@@ -133,7 +133,8 @@ def test_caption_maps_readouts_and_validation():
 def test_routes_positions_and_block_trace_figures_follow_their_references():
     from attention_course.book.figures import (BlockTraceFigure, PositionSimilarityFigure,
                                           PositionWavesFigure, RoutesFigure, pair_similarity, pair_wave)
-    from attention_course.core.transformer import route_lengths, sinusoidal_positions
+    from attention_course.core.transformer import sinusoidal_positions
+    from attention_course.notes.routes import route_lengths
 
     routes = RoutesFigure(distance=9, kernel=4)
     assert routes.steps == route_lengths(9, 4) == {"recurrent": 9, "convolution": 3, "self-attention": 1}

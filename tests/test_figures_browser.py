@@ -154,7 +154,7 @@ def test_bottleneck_figure_follows_every_control(visit, site):
 
 
 def test_caption_maps_figure_follows_every_control(visit, site):
-    from attention_course.tasks.captioning import word_maps
+    from attention_course.tasks.captioner import word_maps
     from attention_course.data.scenes import random_scenes
     from attention_course.book.figures import map_readouts
     from attention_course.tasks.pretrained import load_or_train
@@ -181,7 +181,7 @@ def test_caption_maps_figure_follows_every_control(visit, site):
 
 def test_alignment_figure_reads_every_row(visit, site):
     from attention_course.book.figures import alignment_readouts
-    from attention_course.tasks.copying import SHOWCASE, alignment
+    from attention_course.tasks.copy_model import SHOWCASE, alignment
     from attention_course.tasks.pretrained import load_or_train
 
     copy, A = alignment(load_or_train("copy-w16"), SHOWCASE)          # as the page computes it
@@ -206,7 +206,7 @@ def test_alignment_figure_reads_every_row(visit, site):
 
 
 def test_routes_figure_follows_every_control(visit, site):
-    from attention_course.core.transformer import route_lengths
+    from attention_course.notes.routes import route_lengths
 
     v = visit(f"{site}/book/chapter8/self-attention.html", "figure-8-9.png")
     page = v.page
@@ -274,7 +274,7 @@ def test_position_figures_follow_every_control(visit, site):
 
 
 def test_block_trace_figure_follows_every_control(visit, site):
-    from attention_course.core.transformer import block_trace
+    from attention_course.notes.block_cost import block_trace
 
     v = visit(f"{site}/book/chapter8/transformer-block.html", "figures-8-13-8-14.png")
     page = v.page
@@ -399,3 +399,23 @@ def test_bottleneck_crossing_follows_the_context_width(visit, site):
              or label["x"] + label["width"] < crossing["x"] or label["y"] + label["height"] < crossing["y"])
     assert apart, (label, crossing)
     assert v.external == [] and v.console_problems() == []
+
+
+def test_every_slider_announces_the_value_it_shows(visit, site, built_book):
+    """A slider over an index (d_k, heads, a word) must announce the value it shows beside it,
+    not the index: after each slider of every figure moves, its aria-valuetext is its read-out."""
+    pages = sorted(str(p.relative_to(built_book)) for part in ("chapter8", "chapter12")
+                   for p in (built_book / "book" / part).glob("*.html"))
+    checked = 0
+    for page_name in pages:
+        v = visit(f"{site}/{page_name}", f"sliders-{page_name.replace('/', '-')}.png")
+        sliders = v.page.locator(".course-fig input[type=range]")
+        for i in range(sliders.count()):
+            slider = sliders.nth(i)
+            slider.focus()
+            slider.press("ArrowRight")
+            shown = v.page.locator(f"output[for='{slider.get_attribute('id')}']").inner_text()
+            assert slider.get_attribute("aria-valuetext") == shown, (page_name, i, shown)
+            checked += 1
+        assert v.console_problems() == [], page_name
+    assert checked >= 20

@@ -18,7 +18,8 @@ import nbformat
 import pytest
 
 import nbgrader_harness as harness
-from attention_course_instructor.grading.checks import Expect, TensorAnswer, kernel_seed
+from attention_course_instructor.grading.checks import (Expect, TensorAnswer, check_seed, kernel_seed,
+                                                        load_lab)
 from attention_course_instructor.grading.hardened import (GradingRun, Limits, grade_batch, grade_submission,
                                                           kernel as kernel_module, sandbox)
 from attention_course_instructor.grading.hardened.record import record_batch
@@ -242,7 +243,9 @@ def test_the_private_seed_never_reaches_the_kernel(tmp_path, monkeypatch):
     run = GradingRun(course.root, "fixture", seed=seed, use_sandbox=False)
     grade_submission(run, "reader", course.root / "submitted/reader/fixture/fixture.ipynb")
     assert seen and not any(str(seed) in source for source in seen)
-    assert any(str(kernel_seed(seed, "fixture")) in source for source in seen)
+    lab_seed = kernel_seed(seed, "fixture")                  # each check gets its own seed from it
+    assert any(str(check_seed(lab_seed, gid)) in source for source in seen
+               for gid in load_lab(FIXTURE).checks)
 
 
 # ---- 5. workers import the installed grader, whatever the folder holds ----------------------------
@@ -273,3 +276,26 @@ def test_the_guide_states_the_limits_the_grader_applies():
                   f"`COURSE_WORKER_MEMORY_MB`, {WORKER_MEMORY_MB}",
                   f"tried {['once', 'twice', 'three times'][kernel_module.START_ATTEMPTS - 1]}"):
         assert words in guide, words
+
+
+def test_a_deep_temporary_folder_still_holds_the_kernels_sockets(tmp_path, monkeypatch):
+    """A kernel's Unix sockets live in its folder, and a socket's path holds at most 107 bytes: in
+    a deep TMPDIR (a Dask worker's, a parallel test run's) the kernel did not start ("File name
+    too long") and every submission was a grader fault. Its folder now goes to a short base,
+    named after the batch folder, and sweeping that batch once its grader is dead removes it."""
+    needs_sandbox()
+    batch = tmp_path / ("deep" * 20) / "course-grading-batch-abcd1234"
+    batch.mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(batch))
+    runner = kernel_module.CellRunner(QUICK)
+    assert len(runner.workdir) + len("/kernel-65535") <= kernel_module.SOCKET_PATH_LIMIT
+    assert Path(runner.workdir).name.startswith("course-grading-abcd1234-")
+    [outcome] = runner.run(["print(6 * 7)"])                 # the run removes its folder
+    assert outcome.status == "ok", outcome
+    assert not Path(runner.workdir).exists()
+    left = Path(kernel_module.kernel_folder())            # as a grader killed mid-batch leaves it
+    (batch / "pid").write_text("999999999")               # no such process
+    from attention_course_instructor.grading.hardened.executors import sweep_stale_batches
+
+    assert set(sweep_stale_batches(str(batch.parent))) == {str(batch), str(left)}
+    assert not batch.exists() and not left.exists()

@@ -23,7 +23,7 @@ from conftest import REPO
 
 pytestmark = pytest.mark.slow
 LAB_IMPORTS = ("import attention_course, attention_course.book.plots, attention_course.core.readers, "
-               "attention_course.tasks.readers, attention_course.tasks.baselines; "
+               "attention_course.tasks.readers, attention_course.tasks.digit_floor; "
                "print(attention_course.__file__)")
 
 

@@ -7,7 +7,7 @@ import torch
 from attention_course.core.char_decoder import CharDecoder, DecoderConfig
 from attention_course.notes import long_attention, search, tokens, vision
 from attention_course.notes.model_size import transformer_parameters
-from attention_course.tasks.language_model import generate
+from attention_course.tasks.char_decoder import generate
 
 
 def test_bpe_merges_most_frequent_pairs_within_words_only():

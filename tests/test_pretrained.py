@@ -4,7 +4,7 @@ from dataclasses import replace
 import pytest
 
 from attention_course.tasks import pretrained
-from attention_course.tasks.copying import CopyTraining
+from attention_course.tasks.copy_model import CopyTraining
 from attention_course.core.copy_model import CopyModel
 
 NAMES = sorted(pretrained.RECIPES)

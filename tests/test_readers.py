@@ -3,7 +3,6 @@
 The attention reader has no step of its own; these tests give it the Lab 8 reference step (the
 instructor's), as the benchmarks do.
 """
-import importlib
 import json
 import multiprocessing
 import re
@@ -209,20 +208,20 @@ def test_the_committed_lab8_results_come_from_todays_recipes():
     results = REPO / "benchmarks" / "results"
     readers = json.loads((results / "lab8_readers.json").read_text())
     todays = json.loads(json.dumps({name: asdict(t) for name, t in LAB_TRAINING.items()}))
-    assert readers["training"] == todays, "re-run benchmarks/lab8_readers.py"
+    assert readers["training"] == todays, "re-run python -m benchmarks.lab8_readers"
     assert readers["readers"] == {name: c.to_dict() for name, c in LAB_READERS.items()}
     maps = json.loads((results / "lab8_maps.json").read_text())
-    assert maps["steps"] == LAB_TRAINING["attention"].steps, "re-run benchmarks/lab8_maps.py"
+    assert maps["steps"] == LAB_TRAINING["attention"].steps, "re-run python -m benchmarks.lab8_maps"
 
 
-def test_the_committed_variants_table_has_a_row_for_every_variant(monkeypatch):
+def test_the_committed_variants_table_has_a_row_for_every_variant():
     """lab8_variants.md measures every variant the benchmark names now, in its order; the last
     rows' steps follow the pace of the committed lab8_readers.json, so a new pace means a re-run."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    variants = importlib.import_module("lab8_variants")
+    from benchmarks import lab8_variants
+
     table = (REPO / "benchmarks" / "results" / "lab8_variants.md").read_text()
     rows = re.findall(r"^\| (.+?) \| \d+ \|", table, re.M)
-    assert rows == list(variants.VARIANTS), "re-run benchmarks/lab8_variants.py"
+    assert rows == list(lab8_variants.variants()), "re-run python -m benchmarks.lab8_variants"
 
 
 def test_the_readme_quotes_the_committed_notebook_times():
@@ -345,7 +344,7 @@ def test_an_error_here_stops_the_reader_training_alongside(monkeypatch):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, str(REPO / "benchmarks/reader_cli.py"), *args],
+    return subprocess.run([sys.executable, "-m", "benchmarks.reader_cli", *args],
                           capture_output=True, text=True, cwd=REPO)
 
 

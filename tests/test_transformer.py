@@ -3,8 +3,10 @@ import pytest
 import torch
 
 from attention_course.core.transformer import (
-    MultiHeadAttention, PreNormBlock, attention, block_flops, causal_mask, gradient_norms_by_layer,
-    offset_rotation, padding_mask, sinusoidal_positions)
+    MultiHeadAttention, PreNormBlock, attention, causal_mask, offset_rotation, padding_mask,
+    sinusoidal_positions)
+from attention_course.notes.block_cost import block_flops
+from attention_course.notes.gradient_flow import gradient_norms_by_layer
 
 torch.manual_seed(0)
 
@@ -106,7 +108,7 @@ def test_flop_formula_matches_torch_counter():
 
 
 def test_block_trace_matches_the_block_it_describes():
-    from attention_course.core.transformer import PreNormBlock, block_flops, block_trace
+    from attention_course.notes.block_cost import block_trace
 
     n, d, h, r = 5, 16, 4, 2
     torch.manual_seed(0)
@@ -126,7 +128,7 @@ def test_block_trace_matches_the_block_it_describes():
 
 
 def test_block_trace_mixing_flags_agree_with_a_perturbation():
-    from attention_course.core.transformer import PreNormBlock, block_trace
+    from attention_course.notes.block_cost import block_trace
 
     n, d, h = 4, 8, 2
     torch.manual_seed(1)
@@ -149,7 +151,7 @@ def test_block_trace_mixing_flags_agree_with_a_perturbation():
 
 
 def test_peak_memory_of_naive_attention_grows_with_n_squared():
-    from attention_course.core.transformer import peak_memory_mb
+    from attention_course.notes.block_cost import peak_memory_mb
 
     small, large = peak_memory_mb("naive", 512), peak_memory_mb("naive", 2048)
     assert large > 6 * small and peak_memory_mb("sdpa", 2048) < 0.1 * large

@@ -1,4 +1,5 @@
-"""Ops and models: what the labs and the chapters build on.
+"""Ops and models, and their configurations: what the labs and the chapters build on (what the
+chapters measure with them is in :mod:`attention_course.notes`).
 
 - :mod:`~attention_course.core.shapes` -- shape checks that name the expected shape;
 - :mod:`~attention_course.core.seq2seq` -- the encoder-decoder protocol (memory, start, step) and
@@ -9,6 +10,6 @@
   backward pass (the readers' encoder: the same values as ``nn.GRU``, in less time);
 - :mod:`~attention_course.core.copy_model` and :mod:`~attention_course.core.captioner` -- the
   recurrent models of Sections 8.1-8.3;
-- :mod:`~attention_course.core.transformer` -- self-attention, masks, positions, the block;
+- :mod:`~attention_course.core.transformer` -- self-attention, masks, position codes, the block;
 - :mod:`~attention_course.core.char_decoder` -- the small decoder-only transformer of Section 12.4.
 """

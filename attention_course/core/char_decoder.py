@@ -1,5 +1,5 @@
 """A tiny character-level decoder-only transformer, with one decoding step that keeps a key/value
-cache (Section 12.4). Training and generation are in :mod:`attention_course.tasks.language_model`.
+cache (Section 12.4). Training and generation are in :mod:`attention_course.tasks.char_decoder`.
 
 Shapes: B sequences, N positions, d width, h heads, V vocabulary (the 30 symbols of
 :mod:`attention_course.data.text`), L blocks.

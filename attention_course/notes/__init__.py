@@ -1,4 +1,17 @@
-"""Helpers of the Chapter 12 lecture notes.
+"""The chapters' measurements and the lecture notes' helpers: what a page computes to show an idea,
+apart from the models it shows it on (those are in :mod:`attention_course.core`). Each module
+names the pages that use it.
+
+Chapter 8:
+
+- :mod:`~attention_course.notes.routes` -- steps to cross a distance, by kind of layer (8.5, 12.1);
+- :mod:`~attention_course.notes.positions` -- binary codes, similarity of codes by gap (8.6);
+- :mod:`~attention_course.notes.gradient_flow` -- gradient norms through deep pre- and post-norm
+  stacks (8.7);
+- :mod:`~attention_course.notes.block_cost` -- a block's operations, FLOPs, training state, saved
+  activations and peak memory (8.7, 8.8, the exercises).
+
+Chapter 12:
 
 - :mod:`~attention_course.notes.tokens` -- byte-pair encoding written out, the library's BPE,
   embeddings as a lookup (12.3);

@@ -1,14 +1,18 @@
-"""Training tasks: data in, trained model and measurements out.
+"""Training tasks: data in, trained model and measurements out. A model's task module has the
+name of its model's module in :mod:`attention_course.core` (``core.copy_model`` is trained by
+``tasks.copy_model``).
 
-- :mod:`~attention_course.tasks.fitting` -- the one training loop;
+- :mod:`~attention_course.tasks.fitting` -- the one training loop and the base of every training
+  config (:class:`~attention_course.tasks.fitting.TrainingConfig`);
 - :mod:`~attention_course.tasks.readers` -- training, saving and loading the Lab 8 digit readers
   (with the student's step), their evaluation strips and results table;
-- :mod:`~attention_course.tasks.baselines` -- the isolated-digit floor the readers are compared with;
-- :mod:`~attention_course.tasks.copying` -- the copy model of Sections 8.1-8.2: training, copies,
+- :mod:`~attention_course.tasks.digit_floor` -- Lab 8's isolated-digit floor, which the readers are
+  compared with;
+- :mod:`~attention_course.tasks.copy_model` -- the copy model of Sections 8.1-8.2: training, copies,
   alignment matrices;
-- :mod:`~attention_course.tasks.captioning` -- the captioner of Section 8.3: training, attention
+- :mod:`~attention_course.tasks.captioner` -- the captioner of Section 8.3: training, attention
   maps, the occlusion intervention;
-- :mod:`~attention_course.tasks.language_model` -- the character decoder of Section 12.4: training
+- :mod:`~attention_course.tasks.char_decoder` -- the character decoder of Section 12.4: training
   and generation with a key/value cache;
 - :mod:`~attention_course.tasks.ngram_baselines` -- Lab 12's character n-gram baselines
   (interpolated Kneser-Ney, counted as ``nltk.lm`` scores it);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
@@ -16,6 +17,19 @@ from torch import nn
 from tqdm.auto import tqdm
 
 SCHEDULES = ("one-cycle", "cosine")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """What every training run of the course is given: its steps, batch size and peak learning
+    rate. Each model's training config adds what its task needs (a seed, a curriculum, noise)."""
+
+    steps: int = 1000
+    batch: int = 32
+    lr: float = 3e-3
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def _scheduler(opt, schedule: str, lr: float, steps: int):

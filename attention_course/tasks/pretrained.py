@@ -23,10 +23,10 @@ from attention_course.core.captioner import Captioner, CaptionerConfig
 from attention_course.core.char_decoder import CharDecoder, DecoderConfig
 from attention_course.core.copy_model import CopyConfig, CopyModel
 from attention_course.paths import CHECKPOINTS
-from attention_course.tasks.captioning import CaptionTraining, caption_accuracy, train_captioner
-from attention_course.tasks.copying import (SHOWCASE, CopyTraining, alignment, copy_strings,
+from attention_course.tasks.captioner import CaptionTraining, caption_accuracy, train_captioner
+from attention_course.tasks.copy_model import (SHOWCASE, CopyTraining, alignment, copy_strings,
                                             diagonal_counts, evaluate_copying, train_copy_model)
-from attention_course.tasks.language_model import DecoderTraining, generate, train_char_decoder
+from attention_course.tasks.char_decoder import DecoderTraining, generate, train_char_decoder
 
 CHECKPOINT_DIR = CHECKPOINTS
 REDUCED_STEPS = 120

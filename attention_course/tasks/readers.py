@@ -22,7 +22,6 @@ import contextlib
 import functools
 import multiprocessing
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -35,12 +34,13 @@ from attention_course.core.seq2seq import model_step, shift_right, teacher_force
 from attention_course.data.strips import PAD, SOS, StripStyle, make_strips
 from attention_course.devices import available_cpus, pick_device
 from attention_course.seeds import derive, seed_everything
-from attention_course.tasks.fitting import fit
+from attention_course.tables import markdown_table
+from attention_course.tasks.fitting import TrainingConfig, fit
 
 TRAIN_LENGTHS = tuple(range(1, 9))
 EVAL_LENGTHS = tuple(range(1, 17))
 # The digit images training strips are drawn from: the train and validation pools (the validation
-# pool first chooses how long the floor's CNN trains; tasks.baselines). Test strips: the test pool.
+# pool first chooses how long the floor's CNN trains; tasks.digit_floor). Test strips: the test pool.
 TRAIN_POOL = "train+val"
 
 # The two readers of Lab 8 and the benchmark: same encoder, different decoders. The encoder reads
@@ -55,10 +55,9 @@ LAB_READERS = {
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(TrainingConfig):
     steps: int = 1500
     batch: int = 64
-    lr: float = 3e-3
     min_lengths: int = 2            # the curriculum starts with strips of up to this many digits
     curriculum: float = 0.3         # ... and reaches max(lengths) after this fraction of the steps
     lengths: tuple = TRAIN_LENGTHS
@@ -274,15 +273,14 @@ def format_results(tables: dict, floor: float | None = None, floor_label: str = 
     ``floor`` (a per-digit error rate) in a last column headed ``floor_label``."""
     names = list(tables)
     lengths = sorted(next(iter(tables.values())))
-    head = "| L | " + " | ".join(f"{n} exact | {n} CER" for n in names)
-    head += f" | {floor_label} |" if floor is not None else " |"
-    rule = "|---" * (1 + 2 * len(names) + (floor is not None)) + "|"
-    rows = []
-    for length in lengths:
-        cells = [f"{tables[n][length]['exact']:.3f} | {tables[n][length]['cer']:.4f}" for n in names]
-        tail = f" | {floor:.4f} |" if floor is not None else " |"
-        rows.append(f"| {length} | " + " | ".join(cells) + tail)
-    return "\n".join([head, rule, *rows])
+    header = ["L", *[f"{n} {what}" for n in names for what in ("exact", "CER")]]
+    rows = [[length, *[f"{tables[n][length][key]:{form}}" for n in names
+                       for key, form in (("exact", ".3f"), ("cer", ".4f"))]]
+            for length in lengths]
+    if floor is not None:
+        header.append(floor_label)
+        rows = [row + [f"{floor:.4f}"] for row in rows]
+    return markdown_table(header, rows)
 
 
 def save_reader(reader, path, log: TrainLog | None = None, train: TrainConfig | None = None) -> Path:

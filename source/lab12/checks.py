@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from attention_course_instructor.grading.checks import Lab, describe_shape, shared
-from attention_course.seeds import derive, generator
+from attention_course.seeds import part_generator, part_seed
 
 lab = Lab("lab12", run_cells=("setup",), shortcuts={
     "learn_bpe": ("tokenizers", "attention_course.notes.tokens"),
@@ -25,8 +25,8 @@ lab = Lab("lab12", run_cells=("setup",), shortcuts={
     "CausalSelfAttention": ("attention_course.core.transformer",),
     "Block": ("attention_course.core.transformer", "attention_course.core.char_decoder"),
     "TinyLM": ("attention_course.core.char_decoder",),
-    "kv_step": ("attention_course.core.char_decoder", "attention_course.tasks.language_model"),
-    "generate_tokens": ("attention_course.tasks.language_model",),
+    "kv_step": ("attention_course.core.char_decoder", "attention_course.tasks.char_decoder"),
+    "generate_tokens": ("attention_course.tasks.char_decoder",),
 })
 
 SIZES = {"vocab": 13, "context": 9, "width": 12, "heads": 3, "layers": 2}
@@ -35,9 +35,9 @@ WORDS = ("the", "then", "there", "theme", "a", "an", "and", "value", "values", "
 
 
 @shared
-def set_parameters(model, seed, offset):
-    """Every parameter of ``model``, in name order, drawn from the grading seed; eval mode."""
-    g = generator(seed, "checks", offset)
+def set_parameters(model, seed):
+    """Every parameter of ``model``, in name order, drawn from ``seed``; eval mode."""
+    g = part_generator(seed, "parameters")
     with torch.no_grad():
         for _, p in sorted(model.named_parameters(), key=lambda item: item[0]):
             p.copy_(torch.randn(p.shape, generator=g) * 0.4)
@@ -51,26 +51,26 @@ def guarded(answer, fn):
 
 
 @shared
-def seeded_text(seed, offset, words=200):
-    rng = random.Random(derive(seed, "checks", offset))
+def seeded_text(seed, words=200):
+    rng = random.Random(part_seed(seed, "text"))
     return "".join(rng.choice(WORDS) + rng.choice(("", " ", " ", "  ", ", ")) for _ in range(words))
 
 
 @shared
-def lab_model(answer, seed, offset, **sizes):
+def lab_model(answer, seed, **sizes):
     """The student's TinyLM with the checks' sizes and seeded weights, plus its parameter names."""
     config = answer.LMConfig(**(SIZES | sizes))
     model = answer.TinyLM(config)
     if answer.failed(model):
         return model, None
     names = sorted((name, tuple(int(s) for s in p.shape)) for name, p in model.named_parameters())
-    return set_parameters(model, seed, offset), names
+    return set_parameters(model, seed), names
 
 
-def reference_model(ref, seed, offset, **sizes):
+def reference_model(ref, seed, **sizes):
     model = ref.TinyLM(ref.LMConfig(**(SIZES | sizes)))
     names = sorted((name, tuple(p.shape)) for name, p in model.named_parameters())
-    return set_parameters(model, seed, offset), names
+    return set_parameters(model, seed), names
 
 
 def same_layout(names, ref_names, expect, what="TinyLM(config)") -> bool:
@@ -136,7 +136,7 @@ def merges_of(value, what, expect):
 @lab.check("task1_learn_test")
 class LearnBPE:
     def inputs(seed):
-        return {"text": seeded_text(seed, 121), "merges": 40,
+        return {"text": seeded_text(seed), "merges": 40,
                 "cases": [("aaab aaab", 3), ("ab", 5), ("aaaa", 2), ("", 3), ("x", 2)]}
 
     def probe(answer, x, out):
@@ -178,13 +178,13 @@ class LearnBPE:
 @lab.check("task1_roundtrip_test")
 class RoundTrip:
     def inputs(seed):
-        rng = random.Random(derive(seed, "checks", 122))
+        rng = random.Random(part_seed(seed, "merges"))
         merges = []
         for m in range(30):                       # legal merges over bytes of the texts' letters
             ids = list(b"the ahnvlu") + [256 + k for k in range(m)]
             merges.append((rng.choice(ids), rng.choice(ids)))
         merges[:3] = [(116, 104), (256, 101), (32, 257)]       # "th", "the", " the"
-        texts = [seeded_text(seed, 123, 60), "the theme", "", " ", "ÿ€𝄞 naïve\t\n\r end", "a" * 9]
+        texts = [seeded_text(seed, 60), "the theme", "", " ", "ÿ€𝄞 naïve\t\n\r end", "a" * 9]
         return {"merges": merges, "texts": texts, "bad": [256 + 30], "negative": [-1]}
 
     def probe(answer, x, out):
@@ -231,7 +231,7 @@ class RoundTrip:
 @lab.check("task2_mask_test")
 class Mask:
     def inputs(seed):
-        g = generator(seed, "checks", 124)
+        g = part_generator(seed, "inputs")
         lengths = torch.randint(1, 7, (3,), generator=g)
         lengths[0] = 6
         return {"lengths": lengths, "n": 6, "visible": (torch.tensor([3, 1]), 4),
@@ -258,7 +258,7 @@ class Mask:
 @lab.check("task2_attention_test")
 class Attention:
     def inputs(seed):
-        g = generator(seed, "checks", 125)
+        g = part_generator(seed, "inputs")
         mask = torch.rand(3, 1, 6, 7, generator=g) > 0.5
         mask[..., 0] = True
         empty = torch.ones(6, 7, dtype=torch.bool)
@@ -305,7 +305,7 @@ class Attention:
 @lab.check("task2_module_test")
 class SelfAttention:
     def inputs(seed):
-        g = generator(seed, "checks", 126)
+        g = part_generator(seed, "inputs")
         return {"seed": seed, "x": torch.randn(3, 6, 12, generator=g), "lengths": torch.tensor([6, 2, 4]),
                 "gate": torch.tensor([1.0, 0.0, 1.0])}
 
@@ -316,7 +316,7 @@ class SelfAttention:
             out["full"] = module
             return
         out["names"] = sorted((n, tuple(int(s) for s in p.shape)) for n, p in module.named_parameters())
-        set_parameters(module, x["seed"], 127)
+        set_parameters(module, x["seed"])
         out["full"] = guarded(answer, module)(x["x"].clone())
         out["weights"] = module.last_weights
         out["padded"] = guarded(answer, module)(x["x"].clone(), x["lengths"].clone())
@@ -332,7 +332,7 @@ class SelfAttention:
                            f"{what}: the module's parameters should be exactly qkv (d -> 3d) and proj "
                            "(d -> d), as in the skeleton"):
             return
-        mine = set_parameters(ref.CausalSelfAttention(ref.LMConfig(width=12, heads=3)), x["seed"], 127)
+        mine = set_parameters(ref.CausalSelfAttention(ref.LMConfig(width=12, heads=3)), x["seed"])
         theirs = nn.MultiheadAttention(12, 3, batch_first=True)
         with torch.no_grad():
             theirs.in_proj_weight.copy_(mine.qkv.weight), theirs.in_proj_bias.copy_(mine.qkv.bias)
@@ -341,24 +341,22 @@ class SelfAttention:
         with torch.no_grad():
             expected, expected_weights = theirs(x["x"], x["x"], x["x"], attn_mask=future,
                                                 average_attn_weights=False)
-        y = expect.tensor(got["full"], what, shape=(3, 6, 12), shape_words="(B, N, d) = (3, 6, 12)")
-        expect.close(y, expected, f"{what} differs from nn.MultiheadAttention with the same weights "
-                     "and a causal mask (split q, k, v from qkv in that order, heads of width d/h)")
-        w = expect.tensor(got["weights"], what + ": last_weights", shape=(3, 3, 6, 6),
-                          shape_words="(B, h, N, N) = (3, 3, 6, 6)")
-        expect.close(w, expected_weights, f"{what}: last_weights should be the attention weights of "
-                     "the last call, per head")
+        expect.tensor_close(got["full"], what, expected, f"{what} differs from nn.MultiheadAttention "
+                            "with the same weights and a causal mask (split q, k, v from qkv in that "
+                            "order, heads of width d/h)", shape_words="(B, N, d) = (3, 6, 12)")
+        expect.tensor_close(got["weights"], what + ": last_weights", expected_weights,
+                            f"{what}: last_weights should be the attention weights of the last "
+                            "call, per head", shape_words="(B, h, N, N) = (3, 3, 6, 6)")
         with torch.no_grad():
             padded = mine(x["x"], x["lengths"])
             mine.head_gate.copy_(x["gate"])
             gated = mine(x["x"])
-        y = expect.tensor(got["padded"], what + " with lengths", shape=(3, 6, 12),
-                          shape_words="(B, N, d) = (3, 6, 12)")
-        expect.close(y, padded, f"{what}: with lengths, keys past each sequence's length must be masked")
-        y = expect.tensor(got["gated"], what + " with a head switched off", shape=(3, 6, 12),
-                          shape_words="(B, N, d) = (3, 6, 12)")
-        expect.close(y, gated, f"{what}: multiply each head's output by its head_gate entry before "
-                     "the heads are joined")
+        expect.tensor_close(got["padded"], what + " with lengths", padded, f"{what}: with lengths, "
+                            "keys past each sequence's length must be masked",
+                            shape_words="(B, N, d) = (3, 6, 12)")
+        expect.tensor_close(got["gated"], what + " with a head switched off", gated,
+                            f"{what}: multiply each head's output by its head_gate entry before the "
+                            "heads are joined", shape_words="(B, N, d) = (3, 6, 12)")
 
 
 # ---- task 3: the block, the model, the loss -----------------------------------------------------
@@ -366,7 +364,7 @@ class SelfAttention:
 @lab.check("task3_model_test")
 class Model:
     def inputs(seed):
-        g = generator(seed, "checks", 128)
+        g = part_generator(seed, "inputs")
         ids = torch.randint(0, 13, (3, 6), generator=g)
         changed = ids.clone()
         changed[:, 4] = (changed[:, 4] + 1) % 13
@@ -374,7 +372,7 @@ class Model:
                 "long": torch.zeros(1, 10, dtype=torch.long)}
 
     def probe(answer, x, out):
-        model, names = lab_model(answer, x["seed"], 129)
+        model, names = lab_model(answer, x["seed"])
         out["names"] = names
         if names is None:
             out["logits"] = model
@@ -390,7 +388,7 @@ class Model:
         what = "TinyLM(config)(ids)"
         if not expect.returned(got["logits"], "TinyLM(config)"):
             return
-        model, names = reference_model(ref, x["seed"], 129)
+        model, names = reference_model(ref, x["seed"])
         if not same_layout(got["names"], names, expect):
             return
         expect.equal(got["count"], sum(p.numel() for p in model.parameters()),
@@ -399,17 +397,16 @@ class Model:
             logits = model(x["ids"])
             padded = model(x["ids"], x["lengths"])
         shape = dict(shape=(3, 6, 13), shape_words="(B, N, V) = (3, 6, 13)")
-        mine = expect.tensor(got["logits"], what, **shape)
-        expect.close(mine, logits, f"{what}: the logits differ from the pre-norm model's (token plus "
-                     "position embedding, blocks U = X + MHA(LN1(X)), Y = U + MLP(LN2(U)), ln_f, head)",
-                     atol=1e-4)
+        mine = expect.tensor_close(got["logits"], what, logits, f"{what}: the logits differ from the "
+                                   "pre-norm model's (token plus position embedding, blocks U = X + "
+                                   "MHA(LN1(X)), Y = U + MLP(LN2(U)), ln_f, head)", atol=1e-4, **shape)
         changed = expect.tensor(got["changed"], what, **shape)
         if mine is not None and changed is not None:
             expect.that(bool(torch.allclose(changed[:, :4], mine[:, :4], atol=1e-5)),
                         f"{what}: the logits at positions 0-3 changed when token 4 changed: the model "
                         "sees the future")
-        expect.close(expect.tensor(got["padded"], what + " with lengths", **shape), padded,
-                     f"{what}: pass lengths on to every block", atol=1e-4)
+        expect.tensor_close(got["padded"], what + " with lengths", padded,
+                            f"{what}: pass lengths on to every block", atol=1e-4, **shape)
         expect.raised(got["long"], "ValueError", f"{what} must raise ValueError for more than "
                       "config.context positions")
 
@@ -417,7 +414,7 @@ class Model:
 @lab.check("task3_loss_test")
 class Loss:
     def inputs(seed):
-        g = generator(seed, "checks", 130)
+        g = part_generator(seed, "inputs")
         ids = torch.randint(0, 13, (3, 6), generator=g)
         padded = ids.clone()
         padded[1, 4:] = -1
@@ -429,24 +426,25 @@ class Loss:
 
     def compare(got, x, ref, expect):
         what = "next_token_loss(logits, ids)"
-        loss = expect.tensor(got["loss"], what, shape=(), shape_words="() (a scalar)")
-        expect.close(loss, ref.next_token_loss(x["logits"], x["ids"]), f"{what}: the loss differs "
-                     "from the mean cross-entropy of ids[:, 1:] given logits[:, :-1]")
-        loss = expect.tensor(got["padded"], what + " with padding", shape=(), shape_words="() (a scalar)")
-        expect.close(loss, ref.next_token_loss(x["logits"], x["padded"]), f"{what}: positions whose "
-                     "target is ignore_id must be left out of the mean")
+        expect.tensor_close(got["loss"], what, ref.next_token_loss(x["logits"], x["ids"]),
+                            f"{what}: the loss differs from the mean cross-entropy of ids[:, 1:] "
+                            "given logits[:, :-1]", shape_words="() (a scalar)")
+        expect.tensor_close(got["padded"], what + " with padding",
+                            ref.next_token_loss(x["logits"], x["padded"]), f"{what}: positions whose "
+                            "target is ignore_id must be left out of the mean",
+                            shape_words="() (a scalar)")
 
 
 # ---- task 4: bits per character -------------------------------------------------------------------
 
 @shared
-def table_model(seed, offset, vocab=7, context=5):
+def table_model(seed, vocab=7, context=5):
     """A bigram model (logits from a table) with the ``config.context`` that bits_per_character reads."""
     class Table(nn.Module):
         def __init__(self):
             super().__init__()
             self.config = type("Config", (), {"context": context, "vocab": vocab})()
-            self.table = nn.Parameter(torch.randn(vocab, vocab, generator=generator(seed, "checks", offset)))
+            self.table = nn.Parameter(torch.randn(vocab, vocab, generator=part_generator(seed, "table")))
 
         def forward(self, ids):
             return self.table[ids]                                    # (B, N, V)
@@ -457,8 +455,8 @@ def table_model(seed, offset, vocab=7, context=5):
 @lab.check("task4_bpc_test")
 class BitsPerCharacter:
     def inputs(seed):
-        g = generator(seed, "checks", 131)
-        return {"model": table_model(seed, 132), "cases": [(torch.randint(0, 7, (23,), generator=g), 40),
+        g = part_generator(seed, "inputs")
+        return {"model": table_model(seed), "cases": [(torch.randint(0, 7, (23,), generator=g), 40),
                                                            (torch.randint(0, 7, (6,), generator=g), 9),
                                                            (torch.randint(0, 7, (41,), generator=g), 50)]}
 
@@ -483,8 +481,8 @@ class BitsPerCharacter:
 @lab.check("task5_sample_test")
 class Sample:
     def inputs(seed):
-        g = generator(seed, "checks", 133)
-        return {"logits": torch.randn(3, 9, generator=g) * 2, "seed": derive(seed, "checks", 134),
+        g = part_generator(seed, "inputs")
+        return {"logits": torch.randn(3, 9, generator=g) * 2, "seed": part_seed(seed, "draws"),
                 "settings": [(1.0, None), (0.7, 3), (1.5, 1), (2.0, 9)]}
 
     def probe(answer, x, out):
@@ -514,12 +512,12 @@ class Sample:
 @lab.check("task5_cache_test")
 class Cache:
     def inputs(seed):
-        g = generator(seed, "checks", 135)
+        g = part_generator(seed, "inputs")
         return {"seed": seed, "ids": torch.randint(0, 13, (3, 5), generator=g), "prompt": [3, 1, 4],
                 "settings": [(1.0, None, 7), (0.8, 4, 8), (1.0, 1, 9)], "context": 9}
 
     def probe(answer, x, out):
-        model, names = lab_model(answer, x["seed"], 136)
+        model, names = lab_model(answer, x["seed"])
         out["names"] = names
         if names is None:
             out["steps"] = model
@@ -544,7 +542,7 @@ class Cache:
     def compare(got, x, ref, expect):
         if not expect.returned(got["steps"], "TinyLM(config)"):
             return
-        model, names = reference_model(ref, x["seed"], 136)
+        model, names = reference_model(ref, x["seed"])
         if not same_layout(got["names"], names, expect):
             return
         full = expect.tensor(got["full"], "TinyLM(config)(ids)", shape=(3, 5, 13),
@@ -599,10 +597,10 @@ class Cache:
 @lab.check("task6_ablation_test")
 class Ablation:
     def inputs(seed):
-        return {"seed": seed, "ids": torch.randint(0, 13, (4, 9), generator=generator(seed, "checks", 137))}
+        return {"seed": seed, "ids": torch.randint(0, 13, (4, 9), generator=part_generator(seed, "inputs"))}
 
     def probe(answer, x, out):
-        model, names = lab_model(answer, x["seed"], 138, layers=3)
+        model, names = lab_model(answer, x["seed"], layers=3)
         out["names"] = names
         if names is None:
             out["effect"] = model
@@ -614,13 +612,13 @@ class Ablation:
         what = "head_ablation(model, ids)"
         if not expect.returned(got["effect"], "TinyLM(config)"):
             return
-        model, names = reference_model(ref, x["seed"], 138, layers=3)
+        model, names = reference_model(ref, x["seed"], layers=3)
         if not same_layout(got["names"], names, expect):
             return
-        effect = expect.tensor(got["effect"], what, shape=(3, 3), shape_words="(L, h) = (3, 3)")
-        expect.close(effect, ref.head_ablation(model, x["ids"]), f"{what}: entry (l, j) should be the "
-                     "next-token loss with only head j of block l switched off, minus the loss with "
-                     "every head on", atol=1e-4)
+        expect.tensor_close(got["effect"], what, ref.head_ablation(model, x["ids"]),
+                            f"{what}: entry (l, j) should be the next-token loss with only head j of "
+                            "block l switched off, minus the loss with every head on", atol=1e-4,
+                            shape_words="(L, h) = (3, 3)")
         gates = got["gates"] if isinstance(got["gates"], list) else []
         for gate in gates:
             g = expect.tensor(gate, f"{what}: a block's head_gate afterwards", shape=(3,),

@@ -15,7 +15,7 @@ from rapidfuzz.distance import Levenshtein
 from attention_course.core.readers import build_reader
 from attention_course.data import EOS, SOS, make_strips
 from attention_course_instructor.grading.checks import Lab, shared
-from attention_course.seeds import derive, generator
+from attention_course.seeds import part_generator, part_seed
 
 lab = Lab("lab8", run_cells=("setup", "reader_step"), shortcuts={
     "edit_distance": ("rapidfuzz", "Levenshtein", "editdistance", "difflib"),
@@ -26,9 +26,10 @@ STEPS_CHECKED = 3             # decoder steps chained from the state each step r
 
 
 @shared
-def small_reader(seed, offset, kind="attention", eos_bias=0.0):
-    """A small reader with seeded random weights; ``eos_bias`` makes end-of-string likelier."""
-    torch.manual_seed(derive(seed, "checks", offset))
+def small_reader(seed, kind="attention", eos_bias=0.0):
+    """A small reader with random weights drawn from ``seed``; ``eos_bias`` makes end-of-string
+    likelier."""
+    torch.manual_seed(seed)
     config = dict(kind=kind, hidden=6, embed=4) | ({"attention": 5} if kind == "attention" else {})
     reader = build_reader(config).eval()
     if eos_bias:
@@ -43,7 +44,7 @@ def small_reader(seed, offset, kind="attention", eos_bias=0.0):
 @lab.check("task1_scores_test")
 class AdditiveScores:
     def inputs(seed):
-        g = generator(seed, "checks", 81)
+        g = part_generator(seed, "inputs")
         return {"query": torch.randn(3, 5, generator=g), "keys": torch.randn(3, 7, 5, generator=g),
                 "v": torch.randn(5, generator=g),
                 "visible": (torch.tensor([[0.0, 1.0]]),
@@ -57,16 +58,16 @@ class AdditiveScores:
         what = "additive_scores(query (B, A), keys (B, N, A), v (A,))"
         for key, args, shape in (("visible", x["visible"], (1, 3)),
                                  ("batch", (x["query"], x["keys"], x["v"]), (3, 7))):
-            scores = expect.tensor(got[key], what, shape=shape, shape_words=f"(B, N) = {shape}")
-            expect.close(scores, ref.additive_scores(*args),
-                         "the scores differ from e_j = v . tanh(q + k_j): add the query to every "
-                         "column's key (one query per strip of the batch), then apply v")
+            expect.tensor_close(got[key], what, ref.additive_scores(*args),
+                                "the scores differ from e_j = v . tanh(q + k_j): add the query to "
+                                "every column's key (one query per strip of the batch), then apply v",
+                                shape_words=f"(B, N) = {shape}")
 
 
 @lab.check("task1_weights_test")
 class MaskedWeights:
     def inputs(seed):
-        g = generator(seed, "checks", 82)
+        g = part_generator(seed, "inputs")
         mask = torch.rand(3, 7, generator=g) > 0.4
         mask[:, 1] = True
         return {"scores": torch.randn(3, 7, generator=g) * 5, "mask": mask,
@@ -103,7 +104,7 @@ class MaskedWeights:
 @lab.check("task2_context_test")
 class Context:
     def inputs(seed):
-        g = generator(seed, "checks", 83)
+        g = part_generator(seed, "inputs")
         return {"weights": torch.softmax(torch.randn(3, 7, generator=g), -1),
                 "states": torch.randn(3, 7, 4, generator=g),
                 "visible": (torch.tensor([[0.0, 1.0, 0.0]]), torch.arange(12.0).reshape(1, 3, 4))}
@@ -116,10 +117,10 @@ class Context:
         what = "attention_context(weights (B, N), states (B, N, D))"
         for key, args, shape in (("visible", x["visible"], (1, 4)),
                                  ("batch", (x["weights"], x["states"]), (3, 4))):
-            c = expect.tensor(got[key], what, shape=shape, shape_words=f"(B, D) = {shape}")
-            expect.close(c, ref.attention_context(*args),
-                         "the context differs from the weighted sum of the states, sum_j w_j h_j, "
-                         "for each strip of the batch")
+            expect.tensor_close(got[key], what, ref.attention_context(*args),
+                                "the context differs from the weighted sum of the states, "
+                                "sum_j w_j h_j, for each strip of the batch",
+                                shape_words=f"(B, D) = {shape}")
 
 
 # ---- task 3: one decoder step, then greedy decoding -------------------------------------------
@@ -127,8 +128,8 @@ class Context:
 @lab.check("task3_step_test")
 class DecoderStep:
     def inputs(seed):
-        return {"reader": small_reader(seed, 3),
-                "batch": make_strips([2, 3], count=3, seed=derive(seed, "checks", 5), split="val"),
+        return {"reader": small_reader(part_seed(seed, "reader")),
+                "batch": make_strips([2, 3], count=3, seed=part_seed(seed, "strips"), split="val"),
                 "prev": torch.tensor([SOS, 4, 7])}
 
     def probe(answer, x, out):
@@ -159,32 +160,34 @@ class DecoderStep:
                         and isinstance(result[1], (tuple, list)) and len(result[1]) == 2):
                     expect.fail(f"{what} should return (logits, (weights, context), weights)")
                     return
-                mine = expect.tensor(result[0], what + ": logits", shape=(3, 11), shape_words="(B, 11) = (3, 11)")
-                expect.close(mine, logits, f"{what}: the logits differ from those of the five steps "
-                             "of the task (query, keys, scores plus the location prior, weights, "
-                             "context, readout)")
+                expect.tensor_close(result[0], what + ": logits", logits,
+                                    f"{what}: the logits differ from those of the five steps of the "
+                                    "task (query, keys, scores plus the location prior, weights, "
+                                    "context, readout)", shape_words="(B, 11) = (3, 11)")
                 for name, value, ref_value, words in (
                         ("weights", result[2], weights, f"(B, N) = (3, {n})"),
                         ("new state's weights", result[1][0], state[0], f"(B, N) = (3, {n})"),
                         ("new state's context", result[1][1], state[1], "(B, D) = (3, 12)")):
-                    mine = expect.tensor(value, f"{what}: {name}", shape=tuple(ref_value.shape), shape_words=words)
-                    expect.close(mine, ref_value, f"{what}: the {name} differ from those of the "
-                                 "task's steps (the weights under memory.mask, the context from them)")
+                    expect.tensor_close(value, f"{what}: {name}", ref_value,
+                                        f"{what}: the {name} differ from those of the task's steps "
+                                        "(the weights under memory.mask, the context from them)",
+                                        shape_words=words)
                 if not expect.ok:
                     return
 
 
-GREEDY_CASES = ((11, "attention", (1, 4), 5, 6, 0.0), (12, "attention", (1, 4), 5, 6, 0.4),
-                (13, "attention", (1, 4), 5, 6, 0.8), (14, "fixed", (3,), 4, 5, 0.0))
+GREEDY_CASES = (("attention", (1, 4), 5, 6, 0.0), ("attention", (1, 4), 5, 6, 0.4),
+                ("attention", (1, 4), 5, 6, 0.8), ("fixed", (3,), 4, 5, 0.0))
 
 
 @lab.check("task3_greedy_test")
 class GreedyDecode:
     def inputs(seed):
         cases = []
-        for offset, kind, lengths, count, max_len, bias in GREEDY_CASES:
-            batch = make_strips(list(lengths), count=count, seed=derive(seed, "checks", offset), split="test")
-            cases.append((small_reader(seed, offset, kind, bias), batch, max_len))
+        for i, (kind, lengths, count, max_len, bias) in enumerate(GREEDY_CASES):
+            case = part_seed(seed, f"case {i}")
+            batch = make_strips(list(lengths), count=count, seed=part_seed(case, "strips"), split="test")
+            cases.append((small_reader(part_seed(case, "reader"), kind, bias), batch, max_len))
         return {"cases": cases}
 
     def probe(answer, x, out):
@@ -227,7 +230,7 @@ class GreedyDecode:
 @lab.check("task4_edit_test")
 class EditDistance:
     def inputs(seed):
-        rng = random.Random(derive(seed, "checks", 84))
+        rng = random.Random(seed)
         random_pairs = [("".join(rng.choice("0123") for _ in range(rng.randint(0, 12))),
                          "".join(rng.choice("0123") for _ in range(rng.randint(0, 12)))) for _ in range(200)]
         return {"empty": [("", ""), ("5", ""), ("", "5"), ("", "123")],
@@ -261,7 +264,7 @@ class EditDistance:
 @lab.check("task4_rates_test")
 class Rates:
     def inputs(seed):
-        rng = random.Random(derive(seed, "checks", 85))
+        rng = random.Random(seed)
         targets = ["".join(rng.choice("0123456789") for _ in range(rng.randint(0, 9))) for _ in range(50)]
         preds = [s[:-1] if i % 3 == 0 else (s + "7" if i % 3 == 1 else s) for i, s in enumerate(targets)]
         return {"visible": [(["12", "3"], ["12", "4"]), (["", "123456"], ["123", "12"])],
@@ -292,8 +295,9 @@ class Rates:
 @lab.check("task5_results_test")
 class ResultsByLength:
     def inputs(seed):
-        return {"readers": [small_reader(seed, 15, eos_bias=1.0), small_reader(seed, 3)],
-                "lengths": [1, 3, 9], "count": 6, "seed": derive(seed, "checks", 7)}
+        return {"readers": [small_reader(part_seed(seed, "stopping reader"), eos_bias=1.0),
+                            small_reader(part_seed(seed, "reader"))],
+                "lengths": [1, 3, 9], "count": 6, "seed": part_seed(seed, "strips")}
 
     def probe(answer, x, out):
         for i, reader in enumerate(x["readers"]):
@@ -329,9 +333,9 @@ class ResultsByLength:
 @lab.check("task6_map_test")
 class AttentionMap:
     def inputs(seed):
-        weights = torch.rand(5, 40, generator=generator(seed, "checks", 86))
+        weights = torch.rand(5, 40, generator=part_generator(seed, "weights"))
         return {"weights": weights, "cases": [("12345", 33), ("", 17), ("12", 9)],
-                "visible": (torch.rand(6, 30, generator=generator(seed, "checks", 87)), "427", 25)}
+                "visible": (torch.rand(6, 30, generator=part_generator(seed, "visible")), "427", 25)}
 
     def probe(answer, x, out):
         out["cases"] = [answer.attention_map(x["weights"].clone(), r, n) for r, n in x["cases"]]

@@ -11,7 +11,7 @@ import numpy as np
 import traitlets
 
 from attention_course.book.figures.base import CourseFigure, figure_png
-from attention_course.tasks.copying import diagonal_counts
+from attention_course.tasks.copy_model import diagonal_counts
 
 
 def alignment_readouts(weights, row: int) -> dict:

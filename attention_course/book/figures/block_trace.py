@@ -2,14 +2,14 @@
 
 Step through the block's operations and read, for each: the shape of its result, whether it lets
 other tokens' content into a token, and its forward arithmetic; then double N and see which terms
-double and which quadruple. :func:`attention_course.core.transformer.block_trace` is the reference.
+double and which quadruple. :func:`attention_course.notes.block_cost.block_trace` is the reference.
 """
 from __future__ import annotations
 
 import traitlets
 
 from attention_course.book.figures.base import CourseFigure, figure_png
-from attention_course.core.transformer import block_trace
+from attention_course.notes.block_cost import block_trace
 
 HEADS = (1, 2, 4, 8)
 

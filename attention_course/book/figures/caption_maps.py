@@ -15,7 +15,7 @@ import io
 import numpy as np
 import traitlets
 
-from attention_course.tasks.captioning import half_mass_cells
+from attention_course.tasks.captioner import half_mass_cells
 from attention_course.book.figures.base import CourseFigure, figure_png
 
 

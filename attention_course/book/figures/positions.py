@@ -17,7 +17,8 @@ import torch
 import traitlets
 
 from attention_course.book.figures.base import CourseFigure, figure_png
-from attention_course.core.transformer import similarity_by_gap, sinusoidal_positions
+from attention_course.core.transformer import sinusoidal_positions
+from attention_course.notes.positions import similarity_by_gap
 
 N_POSITIONS = 64
 BASE = 10000.0

@@ -2,7 +2,7 @@
 
 A recurrent chain passes it along one state update per position; a stack of convolutions of width
 k reaches k - 1 positions further per layer; one self-attention layer connects any two positions
-its mask allows. :func:`attention_course.core.transformer.route_lengths` is the reference; the figure
+its mask allows. :func:`attention_course.notes.routes.route_lengths` is the reference; the figure
 draws the three routes for a chosen distance and kernel width.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import traitlets
 
 from attention_course.book.figures.base import CourseFigure, figure_png
-from attention_course.core.transformer import route_lengths
+from attention_course.notes.routes import route_lengths
 
 MAX_DISTANCE = 24
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from attention_course.tables import markdown_table
 from attention_course_instructor import paths
 
 REPO = paths.REPO
@@ -101,12 +102,11 @@ def render_index(data: dict | None = None) -> str:
     for term in sorted(data["concepts"], key=str.lower):
         page, definition = data["concepts"][term]
         lines += [term, f"  {definition[0].upper() + definition[1:]}. Introduced in {_link(page)}.", ""]
-    lines += ["```", "", "## Learning outcomes", "", "| outcome | you can | taught in | assessed by |",
-              "|---|---|---|---|"]
-    for oid, o in data["outcomes"].items():
-        taught = ", ".join(_link(p) for p in o["taught_in"])
-        assessed = ", ".join(_link(p, label) for p, label in o["assessed_by"])
-        lines.append(f"| `{oid}` | {o['text']} | {taught} | {assessed} |")
+    lines += ["```", "", "## Learning outcomes", "", markdown_table(
+        ["outcome", "you can", "taught in", "assessed by"],
+        [[f"`{oid}`", o["text"], ", ".join(_link(p) for p in o["taught_in"]),
+          ", ".join(_link(p, label) for p, label in o["assessed_by"])]
+         for oid, o in data["outcomes"].items()])]
     return "\n".join(lines) + "\n"
 
 

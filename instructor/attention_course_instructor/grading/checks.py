@@ -8,13 +8,13 @@ three functions::
 
     @lab.check("task1_scores_test")
     class AdditiveScores:
-        def inputs(seed):                    # the inputs, made from the grading seed
+        def inputs(seed):                    # the inputs, made from this check's own seed
             ...
         def probe(answer, x, out):           # call the student's functions on them
             out["scores"] = answer.additive_scores(x["query"], x["keys"], x["v"])
         def compare(got, x, ref, expect):    # judge what came back, against the reference
-            scores = expect.tensor(got["scores"], "additive_scores(query, keys, v)", shape=(3, 7))
-            expect.close(scores, ref.additive_scores(x["query"], x["keys"], x["v"]), "...")
+            expect.tensor_close(got["scores"], "additive_scores(query, keys, v)",
+                                ref.additive_scores(x["query"], x["keys"], x["v"]), "...")
 
 ``inputs`` and ``probe`` run where the student's code runs; they may use only the standard
 library, torch and the course package, the module's imports, its UPPERCASE literal constants and
@@ -54,6 +54,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attention_course.seeds import part_seed
 from attention_course_instructor.grading.kernel_runtime import _course_runtime
 
 #: ``COURSE_CHECKS_DIR`` names ``source/<lab>/`` while nbgrader autogrades (set by the course's
@@ -226,6 +227,18 @@ class Expect:
             return None
         return torch.tensor(got.data, dtype=torch.float64).reshape(got.shape)
 
+    def tensor_close(self, got, what: str, expected, message: str, shape=None, shape_words: str = "",
+                     dtype: str = "torch.float32", rtol: float = 1.3e-6, atol: float = 1e-5):
+        """:meth:`tensor` then :meth:`close`, in one call: a returned tensor of this type, dtype,
+        device and shape (``expected``'s shape unless given) close to ``expected``. Returns its
+        values, or None after recording what is wrong."""
+        import torch
+
+        shape = tuple(torch.as_tensor(expected).shape) if shape is None else shape
+        values = self.tensor(got, what, shape=shape, dtype=dtype, shape_words=shape_words)
+        self.close(values, expected, message, rtol=rtol, atol=atol)
+        return values
+
     def value(self, got, what: str, kinds: tuple):
         """A returned Python value of one of ``kinds`` (exact types: ``int`` is not ``bool``)."""
         if not self.returned(got, what):
@@ -324,6 +337,10 @@ class Lab:
     def notebook(self) -> Path:
         return self.folder / f"{self.name}.ipynb"
 
+    def inputs(self, grade_id: str, seed: int):
+        """One check's inputs under the lab's kernel seed: made from :func:`check_seed`."""
+        return self.checks[grade_id].inputs(check_seed(seed, grade_id))
+
     def compare(self, grade_id: str, record: dict, seed: int) -> list[str]:
         """Every failure message of one check, given the probe's plain record (empty: passed)."""
         check = self.checks[grade_id]
@@ -333,7 +350,7 @@ class Lab:
         got = from_plain(record["out"])
         if not isinstance(got, dict):
             return ["the check produced no answer"]
-        x = check.inputs(seed)                         # fresh inputs: the student may have mutated theirs
+        x = self.inputs(grade_id, seed)                # fresh inputs: the student may have mutated theirs
         check.compare(_Got(got), x, reference(self), expect)
         if record.get("probe_failed"):
             expect.fail("what your functions returned could not be used as the task describes "
@@ -492,6 +509,13 @@ def kernel_seed(seed: int, lab_name: str) -> int:
     return int.from_bytes(digest[:6], "big")          # 48 bits: derive() keeps it within int64
 
 
+def check_seed(seed: int, grade_id: str) -> int:
+    """The seed one check's ``inputs`` receive: the lab's kernel seed and the check's cell, mixed
+    (:func:`attention_course.seeds.part_seed`), so that no two checks share draws and no author
+    numbers them. What a check makes from it it names in turn (``part_seed(seed, "reader")``)."""
+    return part_seed(seed, grade_id)
+
+
 def checks_folder(lab_name: str) -> Path:
     """Where ``source/<lab>/`` is while a hidden test runs: ``$COURSE_CHECKS_DIR`` (set during
     ``nbgrader autograde``), or the working folder when it is ``source/<lab>`` itself (an
@@ -514,7 +538,7 @@ def run_hidden_check(lab_name: str, grade_id: str, namespace: dict) -> None:
     run_probe, _ = _course_runtime()
     seed = kernel_seed(grading_seed(), lab_name)
     with _quiet_warnings(), contextlib.redirect_stderr(io.StringIO()):
-        record = run_probe(check.inputs, check.probe, namespace, seed)
+        record = run_probe(check.inputs, check.probe, namespace, check_seed(seed, grade_id))
         failures = lab.compare(grade_id, record, seed)
     if failures:
         raise AssertionError("; ".join(failures))

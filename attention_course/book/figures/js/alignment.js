@@ -42,7 +42,7 @@ function render({ model, el }) {
   weights().forEach((r, t) => r.forEach((w, j) => {
     const cell = common.s("rect", { x: LABEL + j * CELL, y: LABEL + t * CELL, width: CELL, height: CELL,
                                     fill: common.rgb([1 - w, 1 - w, 1 - w]) });
-    cell.addEventListener("click", () => set("row", t));
+    cell.addEventListener("click", () => { model.set("row", t); model.save_changes(); });
     matrix.append(cell);
     rects.push(cell);
   }));
@@ -74,14 +74,9 @@ function render({ model, el }) {
       common.h("strong", { class: "num", "data-readout": "on-diagonal" }, String(r.onDiagonal)),
       ", one column off in ", common.h("strong", { class: "num", "data-readout": "one-off" }, String(r.oneOff)),
       " and further off in ", common.h("strong", { class: "num", "data-readout": "further" }, String(r.further)), ".");
-    row.input.value = t;
-    row.out.textContent = `${t + 1}: ${outputs[t]}`;
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  row.input.addEventListener("input", () => set("row", Number(row.input.value)));
-  for (const name of ["row", "weights"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { row }, draw, ["weights"]);
 }
 
 export default { render };

@@ -3,7 +3,7 @@ import * as common from "./common.js";
 
 const HEADS = [1, 2, 4, 8];
 
-// Mirrors attention_course.transformer.block_trace.
+// Mirrors attention_course.notes.block_cost.block_trace.
 export function blockTrace(n, d, h, r) {
   const dk = d / h;
   const ops = [["X (input)", [n, d], false, false, 0],
@@ -27,8 +27,7 @@ function render({ model, el }) {
   const op = common.slider({ label: "operation", min: 0, max: 11, step: 1, value: model.get("op"), name: "op" });
   const n = common.slider({ label: "tokens N", min: 1, max: 64, step: 1, value: model.get("n"), name: "n" });
   const d = common.slider({ label: "width d", min: 8, max: 128, step: 8, value: model.get("d"), name: "d" });
-  const h = common.slider({ label: "heads h", min: 0, max: HEADS.length - 1, step: 1,
-                            value: HEADS.indexOf(model.get("h")), name: "h", format: (i) => HEADS[i] });
+  const h = common.slider({ label: "heads h", values: HEADS, value: model.get("h"), name: "h" });
   const r = common.slider({ label: "expansion r", min: 1, max: 8, step: 1, value: model.get("r"), name: "r" });
   const reading = common.h("div", {});
   const table = common.h("table", { "aria-label": "every operation of the block" });
@@ -56,21 +55,9 @@ function render({ model, el }) {
         common.h("td", { style: "text-align:left" }, t.name),
         common.h("td", { class: "num" }, t.shape.join("×")),
         common.h("td", { class: "num" }, t.flops ? String(doubled[i].flops / t.flops) : "")])));
-    op.input.value = k; op.out.textContent = String(k);
-    n.input.value = N; n.out.textContent = String(N);
-    d.input.value = D; d.out.textContent = String(D);
-    h.input.value = HEADS.indexOf(Hh); h.out.textContent = String(Hh);
-    r.input.value = R; r.out.textContent = String(R);
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  op.input.addEventListener("input", () => set("op", Number(op.input.value)));
-  n.input.addEventListener("input", () => set("n", Number(n.input.value)));
-  d.input.addEventListener("input", () => set("d", Number(d.input.value)));
-  h.input.addEventListener("input", () => set("h", HEADS[Number(h.input.value)]));
-  r.input.addEventListener("input", () => set("r", Number(r.input.value)));
-  for (const name of ["op", "n", "d", "h", "r"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { op, n, d, h, r }, draw);
 }
 
 export default { render };

@@ -86,10 +86,10 @@ function render({ model, el }) {
                          ` — one state, for ${len} digit${len > 1 ? "s" : ""}: `,
                          common.h("strong", { class: "num", "data-readout": "per-symbol" }, common.fmt(now.per_symbol, 2)),
                          " numbers per digit."]));
-    n.input.value = len; n.out.textContent = String(len);
-    width.input.value = d; width.out.textContent = String(d);
+    n.show(len);
+    width.show(d);
     step.input.max = String(steps.length - 1);
-    step.input.value = k; step.out.textContent = String(k);
+    step.show(k);
   }
 
   const set = (name, value) => { model.set(name, value); model.save_changes(); };

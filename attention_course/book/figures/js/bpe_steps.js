@@ -44,11 +44,9 @@ function render({ model, el }) {
       "; distinct symbols in use: ", common.h("strong", { class: "num", "data-readout": "in-use" }, String(new Set(symbols).size)), ".");
     shown.replaceChildren(...symbols.map((s) => common.h("span", {
       style: `border:1px solid #999;border-radius:3px;padding:1px 3px;white-space:pre;${s === last ? "background:#fde8c8" : ""}` }, s)));
-    step.input.value = k; step.out.textContent = String(k);
   }
-  step.input.addEventListener("input", () => { model.set("step", Number(step.input.value)); model.save_changes(); });
-  model.on("change:step", draw);
-  draw();
+
+  common.bindControls(model, { step }, draw);
 }
 
 export default { render };

@@ -54,16 +54,9 @@ function render({ model, el }) {
       "; cells holding half the attention (dashed): ",
       common.h("strong", { class: "num", "data-readout": "half-cells" }, String(r.halfCells)),
       ` of ${grid * grid}. Shading: ${rel ? "relative to this word's peak" : "absolute, 0 to 1"}.`);
-    word.input.value = i;
-    word.out.textContent = words[i];
-    relative.input.checked = rel;
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  word.input.addEventListener("input", () => set("word_index", Number(word.input.value)));
-  relative.input.addEventListener("change", () => set("relative", relative.input.checked));
-  for (const name of ["word_index", "relative", "weights"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { word_index: word, relative }, draw, ["weights"]);
 }
 
 export default { render };

@@ -52,20 +52,57 @@ export function s(tag, attrs = {}) {
   return node;
 }
 
-export function slider({ label, min, max, step, value, name, format = (x) => x }) {
+// A labelled range input for the model trait `name`, showing the trait's value beside it (and to
+// assistive technology, as aria-valuetext) through `format`. With `values` (a list), the slider
+// moves through their indices and the trait takes the value at the index.
+export function slider({ label, min, max, step, value, name, format = String, values = null }) {
   const id = `course-fig-${name}-${UID}-${++uid}`;
-  const input = h("input", { type: "range", id, min, max, step, "data-control": name });
-  input.value = value;
-  const out = h("output", { for: id, "data-readout": `${name}-value` }, format(Number(value)));
-  const wrap = h("div", { class: "control" }, [h("label", { for: id }, label), input, out]);
-  return { wrap, input, out };
+  const range = values ? { min: 0, max: values.length - 1, step: 1 } : { min, max, step };
+  const input = h("input", { type: "range", id, ...range, "data-control": name });
+  const out = h("output", { for: id, "data-readout": `${name}-value` });
+  const control = {
+    wrap: h("div", { class: "control" }, [h("label", { for: id }, label), input, out]),
+    input, out, event: "input",
+    read: () => (values ? values[Number(input.value)] : Number(input.value)),
+    show(v) {
+      input.value = values ? values.indexOf(v) : v;
+      out.textContent = format(v);
+      input.setAttribute("aria-valuetext", out.textContent);
+    },
+  };
+  control.show(value);
+  return control;
 }
 
 export function checkbox({ label, checked, name }) {
   const id = `course-fig-${name}-${UID}-${++uid}`;
   const input = h("input", { type: "checkbox", id, "data-control": name });
   input.checked = checked;
-  return { wrap: h("div", { class: "control" }, [input, h("label", { for: id }, label)]), input };
+  return { wrap: h("div", { class: "control" }, [input, h("label", { for: id }, label)]), input,
+           event: "change", read: () => input.checked, show: (v) => { input.checked = v; } };
+}
+
+// A <select> as a control of the same kind.
+function choice(select) {
+  return { input: select, event: "change", read: () => select.value,
+           show: (v) => { select.value = v; } };
+}
+
+// Each control (a slider, a checkbox or a <select>) sets the model trait of its key when moved;
+// any change of those traits, or of the traits named in `also` (data without a control),
+// redraws the figure, and then every control shows the model's value again.
+export function bindControls(model, controls, draw, also = []) {
+  const bound = Object.entries(controls).map(
+    ([name, c]) => [name, c instanceof HTMLSelectElement ? choice(c) : c]);
+  for (const [name, c] of bound) {
+    c.input.addEventListener(c.event, () => { model.set(name, c.read()); model.save_changes(); });
+  }
+  const redraw = () => {
+    draw();
+    for (const [name, c] of bound) c.show(model.get(name));
+  };
+  for (const name of [...bound.map(([name]) => name), ...also]) model.on(`change:${name}`, redraw);
+  redraw();
 }
 
 export function softmax(xs) {

@@ -46,14 +46,9 @@ function render({ model, el }) {
       ` input symbol${len > 1 ? "s" : ""}: `,
       common.h("strong", { class: "num", "data-readout": "per-symbol" }, common.fmt(ratio, 2)),
       " numbers per symbol.");
-    width.input.value = d; width.out.textContent = String(d);
-    n.input.value = len; n.out.textContent = String(len);
   }
 
-  width.input.addEventListener("input", () => { model.set("width", Number(width.input.value)); model.save_changes(); });
-  n.input.addEventListener("input", () => { model.set("n", Number(n.input.value)); model.save_changes(); });
-  for (const name of ["width", "n"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { width, n }, draw);
 }
 
 export default { render };

@@ -53,17 +53,9 @@ function render({ model, el }) {
     }));
     reading.replaceChildren(`${k}: `, common.h("strong", { class: "num", "data-readout": "pairs" }, String(pairs)),
       ` of ${N * N} pairs may interact (${((100 * pairs) / (N * N)).toFixed(0)}%).`);
-    select.value = k;
-    for (const [c, name] of [[n, "n"], [window_, "window"], [dilation, "dilation"], [globals, "globals_"]]) {
-      c.input.value = model.get(name); c.out.textContent = String(model.get(name));
-    }
   }
-  select.addEventListener("change", () => { model.set("kind", select.value); model.save_changes(); });
-  for (const [c, name] of [[n, "n"], [window_, "window"], [dilation, "dilation"], [globals, "globals_"]]) {
-    c.input.addEventListener("input", () => { model.set(name, Number(c.input.value)); model.save_changes(); });
-  }
-  for (const name of ["kind", "n", "window", "dilation", "globals_"]) model.on(`change:${name}`, draw);
-  draw();
+
+  common.bindControls(model, { kind: select, n, window: window_, dilation, globals_: globals }, draw);
 }
 
 export default { render };

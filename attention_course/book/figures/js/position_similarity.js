@@ -57,8 +57,9 @@ function render({ model, el }) {
       common.h("strong", { class: "num", "data-readout": "low" }, common.fmt(r.min)), " to ",
       common.h("strong", { class: "num", "data-readout": "high" }, common.fmt(r.max)), ".");
     select.value = name;
-    gap.input.value = g; gap.out.textContent = String(g);
-    position.input.max = String(n - 1 - g); position.input.value = p; position.out.textContent = String(p);
+    gap.show(g);
+    position.input.max = String(n - 1 - g);
+    position.show(p);
   }
 
   select.addEventListener("change", () => { model.set("code", select.value); model.save_changes(); });

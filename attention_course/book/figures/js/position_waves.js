@@ -58,9 +58,10 @@ function render({ model, el }) {
       ", cos = ", common.h("span", { class: "num", "data-readout": "cos" }, common.fmt(wave.cos)),
       ". Each pair's wave is ", common.h("strong", { class: "num", "data-readout": "ratio" }, wave.ratio.toFixed(3)),
       ` times longer than the one before (10000^(2/${D})).`);
-    d.input.value = D; d.out.textContent = String(D);
-    pair.input.max = String(D / 2 - 1); pair.input.value = i; pair.out.textContent = String(i);
-    position.input.value = p; position.out.textContent = String(p);
+    d.show(D);
+    pair.input.max = String(D / 2 - 1);
+    pair.show(i);
+    position.show(p);
   }
 
   const set = (name, value) => { model.set(name, value); model.save_changes(); };

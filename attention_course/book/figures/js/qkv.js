@@ -69,19 +69,9 @@ function render({ model, el }) {
                            "output colour: ",
                            common.h("span", { class: "num", "data-readout": "output-rgb" },
                                     r.output.map((c) => common.fmt(c)).join(", ")));
-    angle.input.value = model.get("angle");
-    angle.out.textContent = `${model.get("angle")}°`;
-    length.input.value = model.get("length");
-    length.out.textContent = common.fmt(model.get("length"), 1);
-    scaled.input.checked = model.get("scaled");
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  angle.input.addEventListener("input", () => set("angle", Number(angle.input.value)));
-  length.input.addEventListener("input", () => set("length", Number(length.input.value)));
-  scaled.input.addEventListener("change", () => set("scaled", scaled.input.checked));
-  for (const name of ["angle", "length", "scaled", "key_vectors", "value_colours"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { angle, length, scaled }, draw, ["key_vectors", "value_colours"]);
 }
 
 export default { render };

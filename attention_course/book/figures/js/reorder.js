@@ -70,19 +70,9 @@ function render({ model, el }) {
       common.h("th", {}, name),
       ...r.rows[name][t].map((x, j) => common.h("td", { class: "num", "data-readout": `${name}-${j}` }, common.fmt(x, 2))),
     ])));
-    select.value = model.get("order");
-    follow.value = model.get("follow");
-    positions.input.checked = model.get("positions");
-    causal.input.checked = model.get("causal");
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  select.addEventListener("change", () => set("order", select.value));
-  follow.addEventListener("change", () => set("follow", follow.value));
-  positions.input.addEventListener("change", () => set("positions", positions.input.checked));
-  causal.input.addEventListener("change", () => set("causal", causal.input.checked));
-  for (const name of ["order", "follow", "positions", "causal", "setup"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { order: select, follow, positions, causal }, draw, ["setup"]);
 }
 
 export default { render };

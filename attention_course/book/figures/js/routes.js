@@ -3,7 +3,7 @@ import * as common from "./common.js";
 
 const W = 380, ROW = 70, PAD = 14;
 
-// Mirrors attention_course.transformer.route_lengths.
+// Mirrors attention_course.notes.routes.route_lengths.
 export function routeLengths(distance, kernel) {
   return { recurrent: distance, convolution: Math.ceil(distance / (kernel - 1)), "self-attention": 1 };
 }
@@ -49,15 +49,9 @@ function render({ model, el }) {
     table.replaceChildren(common.h("tr", {}, [common.h("th", {}, "layer"), common.h("th", {}, "steps")]),
       ...kinds.map(([kind]) => common.h("tr", {}, [common.h("td", {}, kind),
         common.h("td", { class: "num", "data-readout": `steps-${kind}` }, String(steps[kind]))])));
-    distance.input.value = dist; distance.out.textContent = String(dist);
-    kernel.input.value = k; kernel.out.textContent = String(k);
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  distance.input.addEventListener("input", () => set("distance", Number(distance.input.value)));
-  kernel.input.addEventListener("input", () => set("kernel", Number(kernel.input.value)));
-  for (const name of ["distance", "kernel"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { distance, kernel }, draw);
 }
 
 export default { render };

@@ -61,18 +61,9 @@ function render({ model, el }) {
       `d_k = ${dks[i]}: heaviest weight `,
       common.h("strong", { class: "num", "data-readout": "peak" }, common.fmt(v)),
       ` of ${curves.n_keys} keys (uniform would be ${common.fmt(1 / curves.n_keys)}).`);
-    dk.input.value = i;
-    dk.out.textContent = String(dks[i]);
-    scaled.input.checked = sc;
-    average.input.checked = av;
   }
 
-  const set = (name, value) => { model.set(name, value); model.save_changes(); };
-  dk.input.addEventListener("input", () => set("dk_index", Number(dk.input.value)));
-  scaled.input.addEventListener("change", () => set("scaled", scaled.input.checked));
-  average.input.addEventListener("change", () => set("average", average.input.checked));
-  for (const name of ["dk_index", "scaled", "average", "curves"]) model.on(`change:${name}`, draw);
-  draw();
+  common.bindControls(model, { dk_index: dk, scaled, average }, draw, ["curves"]);
 }
 
 export default { render };

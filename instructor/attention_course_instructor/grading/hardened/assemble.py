@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course_instructor.grading.checks import Lab
+from attention_course_instructor.grading.checks import Lab, check_seed
 from attention_course_instructor.grading.hardened.probes import prelude, probe_cell
 from attention_course_instructor.grading.notebook import (Matching, grade_id, is_autograded_test, is_grade,
                                                           is_locked, is_solution, match_submission,
@@ -63,7 +63,7 @@ def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab:
         elif is_grade(cell):
             if gid not in lab.checks:
                 raise KeyError(f"source/{lab.name}/checks.py has no check for graded cell {gid!r}")
-            sources.append(probe_cell(gid, seed))
+            sources.append(probe_cell(gid, check_seed(seed, gid)))
             roles.append(("probe", gid))
         elif gid in lab.run_cells:
             sources.append(cell.source)

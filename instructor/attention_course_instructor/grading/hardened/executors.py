@@ -21,6 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from attention_course_instructor.grading.hardened.kernel import SHORT_BASE, batch_tag
 from attention_course_instructor.grading.hardened.run import run_to_dict
 from attention_course_instructor.grading.hardened.score import CellGrade, SubmissionGrade
 
@@ -35,7 +36,8 @@ def result_from_dict(data: dict) -> SubmissionGrade:
 
 
 def sweep_stale_batches(tmp: str | None = None) -> list[str]:
-    """Remove the batch folders of graders that no longer run; returns what was removed."""
+    """Remove the batch folders of graders that no longer run, and the kernel folders they had
+    to keep outside (:func:`~.kernel.kernel_folder`); returns what was removed."""
     removed = []
     for folder in Path(tmp or tempfile.gettempdir()).glob(BATCH_PREFIX + "*"):
         try:
@@ -43,8 +45,10 @@ def sweep_stale_batches(tmp: str | None = None) -> list[str]:
             os.kill(pid, 0)
             continue                                   # its grader is still running
         except (OSError, ValueError):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(str(folder))
+            outside = Path(SHORT_BASE).glob(f"course-grading-{batch_tag(folder.name)}-*")
+            for stale in [folder, *outside]:
+                shutil.rmtree(stale, ignore_errors=True)
+                removed.append(str(stale))
     return removed
 
 

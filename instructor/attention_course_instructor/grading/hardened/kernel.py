@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 import zmq
@@ -55,6 +56,28 @@ class Caps:
 
 
 START_ATTEMPTS = 3                     # a kernel that does not start is tried this many times
+
+# The kernel's sockets are Unix sockets in its folder, <folder>/kernel-<port>, and a Unix socket's
+# path holds at most 107 bytes. When the temporary folder is too deep for that (a Dask worker's
+# TMPDIR can be), the kernel's folder goes to SHORT_BASE instead, named after the batch folder
+# it belongs to, so that sweeping a dead grader's batch sweeps it too.
+SOCKET_PATH_LIMIT = 107
+SHORT_BASE = "/tmp"
+_FOLDER = "course-grading-"                                   # + mkdtemp's 8 characters
+_SOCKET = "/kernel-65535"
+
+
+def kernel_folder() -> str:
+    """A new private folder for one kernel, short enough to hold its sockets."""
+    base = tempfile.gettempdir()
+    if len(base) + 1 + len(_FOLDER) + 8 + len(_SOCKET) <= SOCKET_PATH_LIMIT:
+        return tempfile.mkdtemp(prefix=_FOLDER)
+    return tempfile.mkdtemp(prefix=f"{_FOLDER}{batch_tag(Path(base).name)}-", dir=SHORT_BASE)
+
+
+def batch_tag(folder_name: str) -> str:
+    """What names a batch folder's kernel folders outside it: the end of its own name."""
+    return folder_name[-8:]
 
 
 class KernelStartError(RuntimeError):
@@ -182,7 +205,7 @@ class CellRunner:
 
     def __init__(self, limits: Limits, use_sandbox: bool = True, caps: Caps = Caps()):
         self.limits, self.caps = limits, caps
-        self.workdir = tempfile.mkdtemp(prefix="course-grading-")
+        self.workdir = kernel_folder()
         self.uid, self._uid_lock = sandbox.NOBODY, None
         if use_sandbox:
             try:

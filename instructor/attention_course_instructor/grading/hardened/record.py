@@ -29,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+from attention_course.tables import markdown_table
 from attention_course_instructor.grading.hardened.assemble import read_submission
 from attention_course_instructor.grading.hardened.score import SubmissionGrade
 from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
@@ -281,24 +282,22 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
                                  c.status, c.reason])
     (folder / "report.json").write_text(json.dumps(
         [asdict(r) | {"score": r.score, "max_score": r.max_score} for r in results], indent=1))
-    def cell(text: str) -> str:                      # student-controlled text must not break the table
-        return str(text).replace("|", "\\|").replace("\n", " ")
-
-    lines = [f"# Grading report: {course.assignment}", "",
-             f"{len(results)} submissions, seed {course.seed}, sandbox "
-             f"{'on' if course.use_sandbox else 'OFF'}.", "",
-             "| student | auto score | zeros and reasons | flags |", "|---|---|---|---|"]
-    for r in results:
+    def row(r: SubmissionGrade) -> list:
         zeros = "; ".join(f"{c.grade_id}: {c.status} {c.reason}".strip() for c in r.cells
                           if c.score == 0 and c.points > 0)
         score = "not recorded" if r.fault else f"{r.score:g} / {r.auto_max:g}"
-        lines.append(f"| {cell(r.student)} | {score} | "
-                     f"{cell(r.fault or r.error or zeros)} | {cell('; '.join(r.flags))} |")
+        return [r.student, score, r.fault or r.error or zeros, "; ".join(r.flags)]
+
+    # markdown_table escapes every cell: student-controlled text cannot break the table
+    lines = [f"# Grading report: {course.assignment}", "",
+             f"{len(results)} submissions, seed {course.seed}, sandbox "
+             f"{'on' if course.use_sandbox else 'OFF'}.", "",
+             markdown_table(["student", "auto score", "zeros and reasons", "flags"], map(row, results))]
     faults = [r for r in results if r.fault]
     if faults:
         lines += ["", f"## Grader faults ({len(faults)})", "",
                   "Not the students' doing: no score was recorded for them. Fix the cause and grade "
                   "the lab again (a re-grade keeps the manual scores of unchanged answers).", ""]
-        lines += [f"- {cell(r.student)}: {cell(r.fault)}" for r in faults]
+        lines += [f"- {r.student}: {r.fault}".replace("\n", " ") for r in faults]
     (folder / "report.md").write_text("\n".join(lines) + "\n")
     return folder

@@ -6,7 +6,7 @@ the text trains it; windows of the last 15 % measure it; the sentence the book s
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -15,14 +15,14 @@ from torch import nn
 
 from attention_course.core.copy_model import CopyConfig, CopyModel
 from attention_course.data.text import LETTERS, PAD, decode, load_text, make_copy_batch, sample_windows
-from attention_course.tasks.fitting import fit
+from attention_course.tasks.fitting import TrainingConfig, fit
 
 SHOWCASE = "alice was beginning to get very tired of"      # 40 characters, not in the training text
 TRAIN_FRACTION = 0.85
 
 
 @dataclass(frozen=True)
-class CopyTraining:
+class CopyTraining(TrainingConfig):
     steps: int = 3000
     batch: int = 64
     lr: float = 1e-2
@@ -31,9 +31,6 @@ class CopyTraining:
     random_fraction: float = 0.5   # share of each batch that is random letters, not text
     curriculum: float = 0.3        # the longest length grows from 8 to max_len over this share of steps
     seed: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def text_splits() -> tuple[str, str]:

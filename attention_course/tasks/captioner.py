@@ -7,7 +7,7 @@ log-probability of the original word changes when the caption is scored again.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -15,19 +15,15 @@ from torch import nn
 
 from attention_course.data.scenes import (BACKGROUND, EOS, OBJECT_WORDS, PAD, WORDS,
                                           Scene, make_caption_batch, random_scenes)
-from attention_course.tasks.fitting import fit
+from attention_course.tasks.fitting import TrainingConfig, fit
 from attention_course.core.captioner import CELL, GRID, Captioner, CaptionerConfig
 
 
 @dataclass(frozen=True)
-class CaptionTraining:
+class CaptionTraining(TrainingConfig):
     steps: int = 1500
     batch: int = 48
-    lr: float = 3e-3
     seed: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def train_captioner(config: CaptionerConfig = CaptionerConfig(),

@@ -2,25 +2,20 @@
 with or without its key/value cache."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from attention_course.core.char_decoder import CharDecoder, DecoderConfig
 from attention_course.data.text import decode, encode, load_text
-from attention_course.tasks.fitting import fit
+from attention_course.tasks.fitting import TrainingConfig, fit
 
 
 @dataclass(frozen=True)
-class DecoderTraining:
+class DecoderTraining(TrainingConfig):
     steps: int = 800
-    batch: int = 32
-    lr: float = 3e-3
     seed: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def train_char_decoder(config: DecoderConfig = DecoderConfig(),

@@ -1,0 +1,66 @@
+"""The benchmarks are a package whose modules do no work when imported (issue 37): nothing is
+read, trained or run until a module's ``main``."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO
+
+MODULES = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem != "__init__")
+
+# Import every benchmark with running a lab's reference refused, and reading a file or starting a
+# process refused when the benchmark's own code asks (libraries may read their own data): a
+# module that does any of it at import fails to import.
+PROBE = """
+import importlib, pathlib, subprocess, sys
+import attention_course_instructor.grading.checks as checks
+
+OWN = str(pathlib.Path("benchmarks").resolve())
+
+def refuse(*args, **kwargs):
+    raise RuntimeError("work at import time")
+
+def unless_own(original):
+    def guarded(*args, **kwargs):
+        if sys._getframe(1).f_code.co_filename.startswith(OWN):
+            refuse()
+        return original(*args, **kwargs)
+    return guarded
+
+checks.reference_namespace = refuse
+pathlib.Path.read_text = unless_own(pathlib.Path.read_text)
+pathlib.Path.read_bytes = unless_own(pathlib.Path.read_bytes)
+subprocess.run = unless_own(subprocess.run)
+subprocess.Popen = unless_own(subprocess.Popen)
+failed = []
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module("benchmarks." + name)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+print("\\n".join(failed))
+"""
+
+
+def test_importing_a_benchmark_does_no_work():
+    assert len(MODULES) >= 15
+    done = subprocess.run([sys.executable, "-c", PROBE, *MODULES], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "", done.stdout
+
+
+def test_one_table_helper_escapes_what_would_break_a_table():
+    from attention_course.tables import markdown_table
+
+    table = markdown_table(["who", "note"], [["ann|bea", "two\nlines"], [3, 0.5]]).splitlines()
+    assert table == ["| who | note |", "|---|---|", "| ann\\|bea | two lines |", "| 3 | 0.5 |"]
+
+
+def test_a_target_computes_its_verdict():
+    from benchmarks.report import Target
+
+    budget, floor = Target(300, unit=" s"), Target(0.9, at_most=False)
+    assert (budget.verdict(299), budget.verdict(301), str(budget)) == ("met", "**missed**", "at most 300 s")
+    assert (floor.met(0.95), floor.met(0.5), str(floor)) == (True, False, "at least 0.9")
