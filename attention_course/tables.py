@@ -11,7 +11,13 @@ def markdown_row(cells: Sequence) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
 
-def markdown_table(header: Sequence, rows: Iterable[Sequence]) -> str:
-    """A Markdown table: the header row, the rule, one row per item of ``rows``."""
-    return "\n".join([markdown_row(header), "|" + "---|" * len(header),
-                      *(markdown_row(row) for row in rows)])
+RULES = {"-": "---", "l": ":---", "r": "---:", "c": ":---:"}
+
+
+def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str = "") -> str:
+    """A Markdown table: the header row, the rule, one row per item of ``rows``. ``align``: a
+    letter per column, ``l``, ``r``, ``c`` or ``-`` (the renderer's default, as for columns past
+    the letters given)."""
+    letters = align.ljust(len(header), "-")
+    rule = "|" + "".join(RULES[letter] + "|" for letter in letters)
+    return "\n".join([markdown_row(header), rule, *(markdown_row(row) for row in rows)])

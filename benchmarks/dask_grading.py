@@ -95,7 +95,7 @@ def main() -> int:
              "wrong, the untouched release, in turn), sandboxed kernels.", "",
              markdown_table(["run", "seconds", "per submission s", "vs local"],
                             [[name, f"{s:.1f}", f"{s / SUBMISSIONS:.2f}", f"{s / local_s:.2f}x"]
-                             for name, s in rows])]
+                             for name, s in rows], align="-rrr")]
     lines += ["", f"Scheduler overhead per submission (round trip of a task carrying one submission's "
               f"bytes): {overhead:.1f} ms.", "",
               f"Every run gave the same score in every cell of every submission: {'yes' if same else 'NO'}."]

@@ -32,6 +32,7 @@ from attention_course_instructor.grading.notebook import is_solution
 from attention_course_instructor.grading.hardened import GradingRun, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.kernel import Limits
 from attention_course_instructor.grading.hardened.record import record_batch
+from benchmarks.report import markdown_table
 
 # the throw-away nbgrader course of the tests (tests/nbgrader_harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -211,16 +212,17 @@ def report(rows: list[dict], alone_seconds: float) -> str:
         "Hostile: thread flood, fork flood, 1 GiB of output, a marker comment, a cell past its time "
         "limit (one of each per lab, in every answer cell).",
         f"Each honest kind graded alone first took {alone_seconds:.0f} s.", "",
-        "| jobs | time (s) | honest as graded alone | hostile: zero with a reason | records complete "
-        "| grader faults | peak grader PSS (MB) | peak kernels PSS (MB) | lowest available (MB) "
-        f"| above the {FREE_MEMORY_FLOOR_MB} MB floor |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['jobs']} | {r['seconds']:.0f} | {r['honest as alone']} / {r['honest']} | "
-                     f"{r['hostile zero with reason']} / {r['hostile']} | {r['recorded']} / "
-                     f"{r['honest'] + r['hostile']} | {r['faults']} | {r['grader_mb']:.0f} | "
-                     f"{r['kernels_mb']:.0f} | {r['min_available_mb']:.0f} | "
-                     f"{'yes' if r['min_available_mb'] >= FREE_MEMORY_FLOOR_MB else 'no'} |")
+        markdown_table(["jobs", "time (s)", "honest as graded alone", "hostile: zero with a reason",
+                        "records complete", "grader faults", "peak grader PSS (MB)",
+                        "peak kernels PSS (MB)", "lowest available (MB)",
+                        f"above the {FREE_MEMORY_FLOOR_MB} MB floor"],
+                       [[r["jobs"], f"{r['seconds']:.0f}", f"{r['honest as alone']} / {r['honest']}",
+                         f"{r['hostile zero with reason']} / {r['hostile']}",
+                         f"{r['recorded']} / {r['honest'] + r['hostile']}", r["faults"],
+                         f"{r['grader_mb']:.0f}", f"{r['kernels_mb']:.0f}",
+                         f"{r['min_available_mb']:.0f}",
+                         "yes" if r["min_available_mb"] >= FREE_MEMORY_FLOOR_MB else "no"]
+                        for r in rows])]
     return "\n".join(lines) + "\n"
 
 

@@ -33,6 +33,7 @@ from hub_helpers import COURSE_ID, Hub  # noqa: E402
 
 sys.path.insert(0, str(REPO / "deploy" / "kubernetes"))
 import sizing  # noqa: E402
+from benchmarks.report import markdown_table  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 STUDENTS = 10
@@ -118,16 +119,14 @@ def write(results: dict) -> None:
         "",
         "## One student running the whole of Lab 8 (full-length training)",
         "",
-        "| wall s | CPU s | peak memory MB |",
-        "|---:|---:|---:|",
-        f"| {lab['wall_s']} | {lab['cpu_s']} | {lab['peak_rss_mb']} |",
+        markdown_table(["wall s", "CPU s", "peak memory MB"],
+                       [[lab["wall_s"], lab["cpu_s"], lab["peak_rss_mb"]]], align="rrr"),
         "",
         f"## {hub['students']} students spawning and fetching Lab 8 at once (this machine's hub)",
         "",
-        "| spawn p50 s | spawn p95 s | spawn + fetch p95 s | failures | idle server MB |",
-        "|---:|---:|---:|---:|---:|",
-        f"| {hub['spawn_p50_s']} | {hub['spawn_p95_s']} | {hub['spawn_and_fetch_p95_s']} | {hub['failures']} "
-        f"| {hub['idle_server_rss_mb']} |",
+        markdown_table(["spawn p50 s", "spawn p95 s", "spawn + fetch p95 s", "failures", "idle server MB"],
+                       [[hub["spawn_p50_s"], hub["spawn_p95_s"], hub["spawn_and_fetch_p95_s"],
+                         hub["failures"], hub["idle_server_rss_mb"]]], align="rrrrr"),
         "",
         "## What that means for a cluster (`deploy/kubernetes/sizing.py`)",
         "",

@@ -52,7 +52,7 @@ from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, SPACED, T
                                             train_reader)
 from attention_course.seeds import derive
 from benchmarks.lab8_reference import lab8, read_greedily, reader_step
-from benchmarks.report import write
+from benchmarks.report import markdown_table, write
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE.parent / "runs"
@@ -227,15 +227,12 @@ def summarise(runs, seeds, floor):
     by = {name: {n: {m: [runs[(name, s)]["table"][n][m] for s in seeds] for m in ("exact", "cer")}
                  for n in EVAL_LENGTHS} for name in names}
     spread = lambda v: f" ± {statistics.pstdev(v):.3f}" if len(v) > 1 else ""
-    lines = ["| L | " + " | ".join(f"{n} exact | {n} CER" for n in names) + " | floor |",
-             "|---" * (2 + 2 * len(names)) + "|"]
-    for n in EVAL_LENGTHS:
-        cells = []
-        for name in names:
-            e, c = by[name][n]["exact"], by[name][n]["cer"]
-            cells.append(f"{mean(e):.3f}{spread(e)} | {mean(c):.4f}{spread(c)}")
-        mark = " (trained)" if n in TRAIN_LENGTHS else ""
-        lines.append(f"| {n}{mark} | " + " | ".join(cells) + f" | {floor['error']:.4f} |")
+    table = markdown_table(
+        ["L", *[f"{name} {m}" for name in names for m in ("exact", "CER")], "floor"],
+        [[f"{n}{' (trained)' if n in TRAIN_LENGTHS else ''}",
+          *[f"{mean(v):{form}}{spread(v)}" for name in names
+            for v, form in ((by[name][n]["exact"], ".3f"), (by[name][n]["cer"], ".4f"))],
+          f"{floor['error']:.4f}"] for n in EVAL_LENGTHS])
     att = by["attention"]
     within = {m: mean([mean(att[n][m]) for n in TRAIN_LENGTHS]) for m in ("exact", "cer")}
     beyond = {m: mean([mean(att[n][m]) for n in LAB_BEYOND]) for m in ("exact", "cer")}
@@ -280,38 +277,32 @@ def summarise(runs, seeds, floor):
     checks.append(("the floor's CNN trains for the steps the validation pool chose",
                    f"{floor['cnn_steps']} (chosen: {floor['cnn_chosen']})",
                    floor["cnn_steps"] == floor["cnn_chosen"]))
-    verdicts = ["| target | measured | met |", "|---|---|---|"] + [
-        f"| {what} | {value} | {'yes' if ok else '**no**'} |" for what, value, ok in checks]
-    floors = ["| classifier of isolated test digits | shifts | error | 95% interval | digits |",
-              "|---|---|---|---|---|"]
-    for kind, result in floor["all"].items():
-        floors.append(f"| {kind.upper()}, trained with the shifts | -{JITTER}..{JITTER} | "
-                      f"{result['error']:.4f} | {result['low']:.4f}-{result['high']:.4f} | "
-                      f"{result['n']} |")
-    plain = floor["unshifted"]
-    floors.append(f"| SVM, trained and tested without shifts | none | {plain['error']:.4f} | "
-                  f"{plain['low']:.4f}-{plain['high']:.4f} | {plain['n']} |")
-    for name in names:
-        errors = [r["error"] for r in isolated[name]]
-        floors.append(f"| the {name} reader, each digit as a strip of one | -{JITTER}..{JITTER} | "
-                      f"{mean(errors):.4f}{spread(errors)} | (seeds) | {floor['n']} |")
-    for name in names:
-        p = paired[name]
-        floors.append(f"| the {name} reader minus the {floor['kind'].upper()}, same digits "
-                      f"(mean of seeds) | -{JITTER}..{JITTER} | {p['difference']:+.4f} | "
-                      f"{p['low']:+.4f} to {p['high']:+.4f} | {floor['n']} |")
-    spacings = ["| spacing (lengths 1-8) | " + " | ".join(f"{n} CER" for n in names) + " |",
-                "|---" * (1 + len(names)) + "|"]
-    for k in SPACINGS:
-        spacings.append(f"| {k} | " + " | ".join(
-            f"{mean(spacing[n][k]):.4f}{spread(spacing[n][k])}" for n in names) + " |")
+    verdicts = markdown_table(["target", "measured", "met"],
+                              [[what, value, "yes" if ok else "**no**"] for what, value, ok in checks])
+    shifts, plain = f"-{JITTER}..{JITTER}", floor["unshifted"]
+    floors = markdown_table(
+        ["classifier of isolated test digits", "shifts", "error", "95% interval", "digits"],
+        [*[[f"{kind.upper()}, trained with the shifts", shifts, f"{r['error']:.4f}",
+            f"{r['low']:.4f}-{r['high']:.4f}", r["n"]] for kind, r in floor["all"].items()],
+         ["SVM, trained and tested without shifts", "none", f"{plain['error']:.4f}",
+          f"{plain['low']:.4f}-{plain['high']:.4f}", plain["n"]],
+         *[[f"the {name} reader, each digit as a strip of one", shifts,
+            f"{mean(e):.4f}{spread(e)}", "(seeds)", floor["n"]]
+           for name, e in ((name, [r["error"] for r in isolated[name]]) for name in names)],
+         *[[f"the {name} reader minus the {floor['kind'].upper()}, same digits (mean of seeds)",
+            shifts, f"{p['difference']:+.4f}", f"{p['low']:+.4f} to {p['high']:+.4f}", floor["n"]]
+           for name, p in paired.items()]])
+    spacings = markdown_table(
+        ["spacing (lengths 1-8)", *[f"{n} CER" for n in names]],
+        [[k, *[f"{mean(spacing[n][k]):.4f}{spread(spacing[n][k])}" for n in names]]
+         for k in SPACINGS])
     summary = {"within": within, "beyond": beyond, "fixed_beyond_exact": fixed_beyond,
                "worst_floor_ratio": worst, "slowest_seconds": slowest,
                "slowest_attention_seconds": max(by_seed(runs, "attention", seeds, "seconds")),
                "isolated": lone,
                "worst_spacing_ratio": robust, "paired_with_floor": paired,
                "misread_with_right_length": kept_length}
-    return lines, verdicts, floors, spacings, summary
+    return table, verdicts, floors, spacings, summary
 
 
 def without_mistakes(run: dict) -> dict:
@@ -341,11 +332,12 @@ def report(args, measured: dict) -> tuple[str, dict]:
     spread, budget = measured["spread"], measured["budget"]
     table, verdicts, floors, spacings, summary = summarise(runs, args.seeds, floor)
     lab = LAB_TRAINING["attention"]
-    recipe_rows = [
-        f"| the lab's: {lab.steps} steps | {summary['slowest_attention_seconds']:.0f} s | "
-        f"{summary['within']['exact']:.3f} | {summary['worst_floor_ratio']:.2f}x |",
-        f"| fitted to {BUDGET_S} s: {budget['steps']} steps | {max(budget['seconds']):.0f} s | "
-        f"{budget['exact_in']:.3f} | {budget['worst_cer'] / floor['error']:.2f}x |"]
+    recipes_table = markdown_table(
+        ["attention recipe", "slowest training", "exact, lengths 1-8", "worst CER / floor"],
+        [[f"the lab's: {lab.steps} steps", f"{summary['slowest_attention_seconds']:.0f} s",
+          f"{summary['within']['exact']:.3f}", f"{summary['worst_floor_ratio']:.2f}x"],
+         [f"fitted to {BUDGET_S} s: {budget['steps']} steps", f"{max(budget['seconds']):.0f} s",
+          f"{budget['exact_in']:.3f}", f"{budget['worst_cer'] / floor['error']:.2f}x"]])
     passes = {}                     # how many times each length reads the floor's digits
     for n in EVAL_LENGTHS:
         digits = digits_per_length(n, args.count, floor["n"])
@@ -380,13 +372,13 @@ def report(args, measured: dict) -> tuple[str, dict]:
         "",
         f"Machine: {machine}. Training time: {times}.",
         "",
-        *table, "", "## The floor: isolated test digits, like for like", "",
+        table, "", "## The floor: isolated test digits, like for like", "",
         "Each test-pool digit at every vertical shift the strips use; the intervals resample "
         "test images (a digit's shifted copies are not independent). The last rows compare "
         "each reader with the floor's classifier on the same digits: the difference of their "
         f"error rates, with a paired interval; one that holds 0 means the {floor['images']} test "
         "images cannot tell that reader's recognition from the floor's. The classifiers train "
-        f"on the readers' own images (the {TRAIN_POOL} pools).", "", *floors, "",
+        f"on the readers' own images (the {TRAIN_POOL} pools).", "", floors, "",
         "The CNN's number of training steps was chosen on the validation pool first: trained on "
         "the train pool alone, its error on the validation digits at every shift after "
         + ", ".join(f"{steps} steps: {error:.4f}" for steps, error in validation.items())
@@ -404,16 +396,14 @@ def report(args, measured: dict) -> tuple[str, dict]:
         "and on covering strips. With drawn digits a length's error rate moves with the few hard "
         "test digits it happens to draw, as far as it moves between lengths; with covering "
         "strips it does not.", "",
-        "| L | drawn digits: lowest-highest CER | covering strips: lowest-highest CER |",
-        "|---|---|---|",
-        *(f"| {n} | {low_high(spread['drawn'][n])} | {low_high(spread['covering'][n])} |"
-          for n in SPREAD_LENGTHS), "",
+        markdown_table(["L", "drawn digits: lowest-highest CER", "covering strips: lowest-highest CER"],
+                       [[n, low_high(spread["drawn"][n]), low_high(spread["covering"][n])]
+                        for n in SPREAD_LENGTHS]), "",
         f"## Within {BUDGET_S} s", "",
         f"The attention reader trained with as many steps as fit {BUDGET_S} s at the pace "
         "of this run's slowest seed (rounded down to 50), the learning rate's cosine decay "
         "fitted to them, against the lab's recipe; the same seeds and covering strips.", "",
-        "| attention recipe | slowest training | exact, lengths 1-8 | worst CER / floor |",
-        "|---|---|---|---|", *recipe_rows, "",
+        recipes_table, "",
         "## Spacing", "",
         "CER over lengths 1-8 (covering strips, the floor's digits at each length) when the "
         "strips are spaced otherwise than the evaluation strips "
@@ -423,8 +413,8 @@ def report(args, measured: dict) -> tuple[str, dict]:
         f"{SPACED.gap[0]}-{SPACED.gap[1]}, leads {SPACED.lead[0]}-{SPACED.lead[1]}, tails "
         f"{SPACED.tail[0]}-{SPACED.tail[1]}) on strips of {spaced_lengths}; the last two rows "
         "lie beyond that.", "",
-        *spacings, "",
-        "## Against the Lab 8 targets", "", *verdicts, ""])
+        spacings, "",
+        "## Against the Lab 8 targets", "", verdicts, ""])
     record = {
         "seeds": args.seeds, "training": {name: asdict(t) for name, t in LAB_TRAINING.items()},
         "readers": {name: config.to_dict() for name, config in LAB_READERS.items()},

@@ -40,6 +40,7 @@ from attention_course.tasks.readers import LAB_READERS, LAB_TRAINING, train_read
 from benchmarks.lab8_readers import (SPACINGS, digits_per_length, isolated_reading_error, readings_by_length,
                           scores, steps_within_budget)
 from benchmarks.lab8_reference import lab8, reader_step
+from attention_course.tables import markdown_row, markdown_table
 
 HERE = Path(__file__).resolve().parent
 EVAL_SEED = 2024
@@ -117,8 +118,8 @@ def variants() -> dict:
         f"fixed-context, {budget['fixed-context']} steps":
             ("fixed-context", {}, {"steps": budget["fixed-context"]}),
     }
-HEAD = ["| variant | train s | isolated digits | exact 1-8 | CER 1-8 | CER 9-16 "
-        "| worst spacing CER |", "|---|---|---|---|---|---|---|"]
+HEADER = ["variant", "train s", "isolated digits", "exact 1-8", "CER 1-8", "CER 9-16",
+          "worst spacing CER"]
 
 
 def step_with_decoder_state(reader, memory, state, prev_token):
@@ -166,11 +167,11 @@ def measure(name: str, seed: int, count: int, digits: int) -> str:
     within = [table[n] for n in range(1, 9)]
     beyond = [table[n] for n in range(9, 17)]
     lone = isolated_reading_error(reader, step)["error"]
-    return (f"| {name} | {log.seconds:.0f} | {lone:.4f} | "
-            f"{mean([t['exact'] for t in within]):.3f} | "
-            f"{mean([t['cer'] for t in within]):.4f} | "
-            f"{mean([t['cer'] for t in beyond]):.4f} | "
-            f"{worst_spacing_cer(reader, digits, step):.4f} |")
+    return markdown_row([name, f"{log.seconds:.0f}", f"{lone:.4f}",
+                         f"{mean([t['exact'] for t in within]):.3f}",
+                         f"{mean([t['cer'] for t in within]):.4f}",
+                         f"{mean([t['cer'] for t in beyond]):.4f}",
+                         f"{worst_spacing_cer(reader, digits, step):.4f}"])
 
 
 def seed_spread(readers: dict) -> dict:
@@ -243,7 +244,7 @@ def write(args, rows: dict):
                       f"{args.floor['error']:.4f} of them). "
                       "*Worst spacing CER*: the largest CER over lengths 1-8 with gaps of 8 "
                       "columns, a lead of 25 or no blank tail.", "",
-                      *HEAD, *[rows[v] for v in variants() if v in rows], ""]
+                      markdown_table(HEADER, []), *[rows[v] for v in variants() if v in rows], ""]
                      + ([f"Not measured yet: {', '.join(missing)}.", ""] if missing else []))
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "lab8_variants.md").write_text(text)

@@ -127,6 +127,25 @@ def browser():
         b.close()
 
 
+# Resolves once MathJax has typeset the page (where it loads) and every widget view of the page
+# has drawn its figure, or after 10 s: a page is looked at as a reader sees it, without a fixed wait.
+DRAWN = """() => new Promise((done) => {
+  const start = Date.now();
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+  const mathjax = document.querySelector('script[src*="mathjax"]');
+  (function check() {
+    const mj = window.MathJax;
+    const typeset = !mathjax || (mj && mj.startup && mj.startup.promise);
+    const drawn = document.querySelectorAll(".course-fig").length >= views.length;
+    if ((typeset && drawn) || Date.now() - start > 10000) {
+      Promise.resolve(typeset && mj && mj.startup ? mj.startup.promise : null).then(() => done(true));
+      return;
+    }
+    setTimeout(check, 50);
+  })();
+})"""
+
+
 class Visit:
     """An opened page with the requests, console errors and warnings it produced."""
 
@@ -140,7 +159,7 @@ class Visit:
                      and self.errors.append(f"{m.type}: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.goto(url, wait_until="networkidle")
-        self.page.wait_for_timeout(1500)                 # MathJax typesets after load
+        self.page.evaluate(DRAWN)                        # typeset and every figure drawn
         SHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SHOTS / shot_name), full_page=True)
 

@@ -12,8 +12,10 @@ student edition's with the same function. Steps:
 4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
 5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
    ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository;
-6. execute the pages that the execution cache does not hold yet, several at a time
-   (:func:`execute_pages`; ``COURSE_BOOK_JOBS``, default one per core plus one), into that cache;
+6. empty the execution cache if the student package changed since its pages ran (their outputs
+   hold the package's figures, and the cache keys on a page's own code only), then execute the
+   pages the cache does not hold, several at a time (:func:`execute_pages`; ``COURSE_BOOK_JOBS``,
+   default one per core plus one), into that cache;
 7. run ``jupyter-book build`` with warnings as errors: every page comes from the cache (a page
    whose execution failed above is executed again there, and its error reported as usual).
 
@@ -25,6 +27,7 @@ import argparse
 import contextlib
 import copy
 import fcntl
+import hashlib
 import multiprocessing
 import os
 import re
@@ -291,6 +294,32 @@ def _execute_one(path: str, timeout: int) -> tuple[str, dict | None, float, str]
     return path, nb, result.time, ""
 
 
+FINGERPRINT = CACHE.parent / ".package-fingerprint"    # of the package the cached pages ran
+
+
+def package_fingerprint() -> str:
+    """A digest of the student package's files: the pages' outputs depend on them (a figure's
+    JavaScript is saved in the page's output), not only on the pages' own code, which is all the
+    execution cache keys on."""
+    digest = hashlib.sha256()
+    for path in sorted(paths.STUDENT_PACKAGE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(paths.STUDENT_PACKAGE)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def forget_stale_pages() -> bool:
+    """Empty the execution cache when the package changed since its pages ran; True if it did
+    (the build must then read every page again, not only the changed ones)."""
+    fingerprint = package_fingerprint()
+    if FINGERPRINT.exists() and FINGERPRINT.read_text() == fingerprint:
+        return False
+    shutil.rmtree(CACHE, ignore_errors=True)
+    FINGERPRINT.parent.mkdir(parents=True, exist_ok=True)
+    FINGERPRINT.write_text(fingerprint)
+    return True
+
+
 def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float]:
     """Execute, ``jobs`` at a time, the pages whose code the execution cache does not hold, and
     cache them exactly as myst-nb's cache mode would; returns each executed page's seconds. A
@@ -359,6 +388,8 @@ def _build_book(strict: bool, output: Path, repository: str | None, toc: dict | 
     if toc is not None:
         (generated / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
         cmd += ["--toc", str(generated / "_toc.yml")]
+    if forget_stale_pages():
+        cmd.append("--all")                   # pages whose text is unchanged are read again too
     execute_pages(book_pages(toc if toc is not None else yaml.safe_load((ROOT / "_toc.yml").read_text())))
     if strict:
         cmd += ["-W", "-n", "--keep-going"]

@@ -40,11 +40,7 @@ function render({ model, el }) {
   root.append(common.h("div", { class: "controls" }, [n.wrap, width.wrap, step.wrap]), svg, reading);
   el.append(root);
 
-  const text = (x, y, str, attrs = {}) => {
-    const t = common.s("text", { x, y, "text-anchor": "middle", "font-size": 11, ...attrs });
-    t.textContent = str;
-    svg.append(t);
-  };
+  const text = (x, y, str, attrs = {}) => common.label(svg, x, y, str, attrs);
 
   function draw() {
     const len = model.get("n"), d = model.get("width");

@@ -105,6 +105,31 @@ export function bindControls(model, controls, draw, also = []) {
   redraw();
 }
 
+// A text label appended to `svg` at (x, y): centred, 11 units high, unless `attrs` says otherwise.
+export function label(svg, x, y, text, attrs = {}) {
+  const t = s("text", { x, y, "text-anchor": "middle", "font-size": 11, ...attrs });
+  t.textContent = text;
+  svg.append(t);
+  return t;
+}
+
+// A plot's frame in `svg`: `box` = [left, top, right, bottom] of the plotting area; `yTicks` and
+// `xTicks` = [[position, text], ...] in SVG units, labelled left of and below it; `grid` draws a
+// light line at each y tick instead of the two axis lines; `title` names the x axis at the bottom.
+export function axes(svg, { box, yTicks = [], xTicks = [], title = "", grid = false, size = 11,
+                            height }) {
+  const [left, top, right, bottom] = box;
+  if (grid) {
+    for (const [py] of yTicks) svg.append(s("line", { x1: left, x2: right, y1: py, y2: py, stroke: "#ddd" }));
+  } else {
+    svg.append(s("line", { x1: left, y1: bottom, x2: right, y2: bottom, stroke: "#888" }),
+               s("line", { x1: left, y1: top, x2: left, y2: bottom, stroke: "#888" }));
+  }
+  for (const [py, text] of yTicks) label(svg, left - 5, py + 4, text, { "text-anchor": "end", "font-size": size });
+  for (const [px, text] of xTicks) label(svg, px, bottom + size + 3, text, { "font-size": size });
+  if (title) label(svg, (left + right) / 2, (height ?? bottom + 2 * size + 8) - 4, title, { "font-size": size + 1 });
+}
+
 export function softmax(xs) {
   const m = Math.max(...xs);
   const e = xs.map((x) => Math.exp(x - m));

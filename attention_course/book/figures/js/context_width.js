@@ -22,21 +22,14 @@ function render({ model, el }) {
 
   const x = (v) => L + (W - L - R) * (v - 1) / (maxN - 1);
   const y = (v) => T + (H - T - B) * (1 - Math.log2(v / (4 / maxN)) / Math.log2(64 / (4 / maxN)));
-  const label = (px, py, str, anchor = "middle") => {
-    const t = common.s("text", { x: px, y: py, "text-anchor": anchor, "font-size": 10 });
-    t.textContent = str;
-    svg.append(t);
-  };
 
   function draw() {
     const d = model.get("width"), len = model.get("n");
     const ratio = numbersPerSymbol(d, len);
     svg.replaceChildren();
-    svg.append(common.s("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888" }),
-               common.s("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#888" }));
-    for (const v of [1, 8, 64]) label(L - 4, y(v) + 3, String(v), "end");
-    for (const v of [1, 16, 32, 48, 64]) label(x(v), H - B + 12, String(v));
-    label((L + W - R) / 2, H - 4, "input length n");
+    common.axes(svg, { box: [L, T, W - R, H - B], size: 10, height: H, title: "input length n",
+                       yTicks: [1, 8, 64].map((v) => [y(v), String(v)]),
+                       xTicks: [1, 16, 32, 48, 64].map((v) => [x(v), String(v)]) });
     let path = "";
     for (let k = 1; k <= maxN; k++) path += `${k === 1 ? "M" : "L"}${x(k).toFixed(1)},${y(d / k).toFixed(1)}`;
     svg.append(common.s("path", { d: path, fill: "none", stroke: "#0072b2", "stroke-width": 2 }),

@@ -43,14 +43,8 @@ function render({ model, el }) {
                                       fill: "none", stroke: "#0072b2", "stroke-width": 2 }));
     const r = pairSimilarity(C, p, g);
     svg.append(common.s("circle", { cx: x(g), cy: y(r.dot), r: 5, fill: "#d55e00" }));
-    for (const v of [lo, hi]) {
-      const t = common.s("text", { x: L - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10 });
-      t.textContent = v.toFixed(1);
-      svg.append(t);
-    }
-    const xl = common.s("text", { x: (W + L) / 2, y: H - 6, "text-anchor": "middle", "font-size": 11 });
-    xl.textContent = "gap between the positions (line: mean; band: range)";
-    svg.append(xl);
+    for (const v of [lo, hi]) common.label(svg, L - 4, y(v) + 4, v.toFixed(1), { "text-anchor": "end", "font-size": 10 });
+    common.label(svg, (W + L) / 2, H - 6, "gap between the positions (line: mean; band: range)");
     reading.replaceChildren(`${name}: positions ${p} and ${p + g} have dot product `,
       common.h("strong", { class: "num", "data-readout": "dot" }, common.fmt(r.dot)),
       `; over every pair ${g} apart it ranges from `,

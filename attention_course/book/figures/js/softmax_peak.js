@@ -32,20 +32,9 @@ function render({ model, el }) {
   function draw() {
     const i = model.get("dk_index"), sc = model.get("scaled"), av = model.get("average");
     svg.replaceChildren();
-    for (const v of [0, 0.25, 0.5, 0.75, 1]) {
-      svg.append(common.s("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#ddd" }));
-      const t = common.s("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11 });
-      t.textContent = v.toFixed(2);
-      svg.append(t);
-    }
-    dks.forEach((d, j) => {
-      const t = common.s("text", { x: x(j), y: H - B + 16, "text-anchor": "middle", "font-size": 11 });
-      t.textContent = d;
-      svg.append(t);
-    });
-    const label = common.s("text", { x: (W + L) / 2, y: H - 4, "text-anchor": "middle", "font-size": 12 });
-    label.textContent = "d_k (log scale)";
-    svg.append(label);
+    common.axes(svg, { box: [L, T, W - R, H - B], grid: true, height: H, title: "d_k (log scale)",
+                       yTicks: [0, 0.25, 0.5, 0.75, 1].map((v) => [y(v), v.toFixed(2)]),
+                       xTicks: dks.map((d, j) => [x(j), String(d)]) });
     // the two curves of the chosen kind: unscaled (orange, dashed) and scaled (blue, solid)
     for (const [isScaled, colour, dash] of [[false, "#d55e00", "6 3"], [true, "#0072b2", ""]]) {
       const key = `${av ? "mean" : "one"}_${isScaled ? "scaled" : "unscaled"}`;
