@@ -57,18 +57,25 @@ def file_seconds(junit: Path) -> dict[str, float]:
 
 
 def measure(workdir: Path) -> dict:
-    clone = workdir / "clone"
-    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
+    """The books on one clean clone; the suite on another, as CI runs it (its built-book fixture
+    then builds the book cold, inside the suite)."""
+    books, suite_clone = workdir / "books", workdir / "suite"
+    for clone in (books, suite_clone):
+        subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=books, check=True,
                             capture_output=True, text=True).stdout.strip()
-    cold = timed(["make", "book"], clone, workdir / "book-cold.log")
-    cached = timed(["make", "book"], clone, workdir / "book-cached.log")
+    cold = timed(["make", "book"], books, workdir / "book-cold.log")
+    cached = timed(["make", "book"], books, workdir / "book-cached.log")
     junit = workdir / "suite.xml"
-    suite = timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"], clone,
+    suite = timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"], suite_clone,
                   workdir / "suite.log")
-    return {"commit": commit, "seconds": {"cold make book": round(cold), "cached make book":
-                                          round(cached), "make test": round(suite)},
+    seconds = {"cold make book": round(cold), "cached make book": round(cached),
+               "make test": round(suite)}
+    return {"commit": commit, "procedure": PROCEDURE, "seconds": seconds,
             "files": {k: round(v, 1) for k, v in file_seconds(junit).items()}}
+
+
+PROCEDURE = "`make book` twice on a clean clone, and `make test` as CI runs it on another"
 
 
 def verdict(what: str, seconds: float) -> str:
@@ -82,12 +89,14 @@ def report(result: dict, machine: str) -> str:
     jobs = os.environ.get("PYTEST_JOBS", "2")
     lines = ["# The developer's loop", "",
              f"Written by `python -m benchmarks.dev_loop` on {machine}, commit {result['commit']}, "
-             f"{time.strftime('%Y-%m-%d')}: a clean clone, `make book` twice, then `make test` as "
-             f"CI runs it (pytest-xdist, {jobs} workers, each test file whole on one worker).", ""]
+             f"{time.strftime('%Y-%m-%d')}: {result.get('procedure', PROCEDURE)} (pytest-xdist, "
+             f"{jobs} workers, each test file whole on one worker).", ""]
     lines += [markdown_table(["step", "seconds", "minutes", "target", "before (where from)"],
                              [[what, s, f"{s / 60:.1f}", verdict(what, s),
                                f"{BEFORE[what][0]} s ({BEFORE[what][1]})" if what in BEFORE else ""]
                               for what, s in seconds.items()])]
+    for note in result.get("notes", []):
+        lines += ["", note]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers):", ""]
     lines += [markdown_table(["test file", "seconds", "share"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -237,6 +238,7 @@ def test_the_private_seed_never_reaches_the_kernel(tmp_path, monkeypatch):
 
     def capture(self, sources):
         seen.extend(sources)
+        shutil.rmtree(self.workdir, ignore_errors=True)      # as a run does: no folder left
         return [kernel_module.CellOutcome("ok") for _ in sources]
 
     monkeypatch.setattr(kernel_module.CellRunner, "run", capture)
