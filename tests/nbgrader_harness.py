@@ -20,8 +20,7 @@ import nbformat
 from attention_course_instructor import paths
 from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
 from attention_course_instructor.grading.notebook import (HIDDEN_BEGIN, HIDDEN_END, SOLUTION_BEGIN,
-                                                          SOLUTION_END, autograded_test_ids,
-                                                          marked_lines)
+                                                          SOLUTION_END, marked_lines)
 
 REPO = paths.REPO
 __all__ = ["NbgraderError", "PipelineError", "TempCourse", "make_course", "generate", "submit",
@@ -172,8 +171,3 @@ def scores(course: TempCourse, assignment: str, student: str) -> dict[str, CellS
 def cell_ids_unique(nb) -> bool:
     ids = [c.get("id") for c in nb.cells]
     return None not in ids and len(set(ids)) == len(ids)
-
-
-def autograded_test_cells(nb) -> list[str]:
-    """grade_ids of the autograded test cells (grade, not solution) of a notebook."""
-    return autograded_test_ids(nb)

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import autograded_test_ids
 from attention_course_instructor.grading.notebook import grade_id
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
 from conftest import REPO, load_nb
@@ -147,7 +148,7 @@ def test_the_family_covers_every_graded_function_and_kind(outcomes):
 
 def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
     family, nbgrader, hardened, _ = outcomes
-    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = autograded_test_ids(load_nb(REPO / "source/lab8/lab8.ipynb"))
     disagreements = []
     for student in family:
         mine = {c.grade_id: c for c in hardened[student].cells}
@@ -161,7 +162,7 @@ def test_both_paths_award_the_same_outcome_in_every_cell(outcomes):
 
 def test_the_solution_passes_the_release_fails_and_variants_lose_points(outcomes):
     family, nbgrader, hardened, _ = outcomes
-    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = autograded_test_ids(load_nb(REPO / "source/lab8/lab8.ipynb"))
     assert all(nbgrader["solution"][c] for c in graded) and hardened["solution"].score == 23
     assert not any(nbgrader["release"][c] for c in graded) and hardened["release"].score == 0
     for student in family:
@@ -176,7 +177,7 @@ def test_only_a_real_edit_of_a_test_cell_raises_a_checksum_warning(outcomes):
     checksum = {s: [w for w in warned.get(s, []) if "checksum" in w] for s in family}
     assert checksum["edited_test"] and "task6_map_test" in checksum["edited_test"][0]
     assert {s: w for s, w in checksum.items() if w and s != "edited_test"} == {}
-    graded = harness.autograded_test_cells(load_nb(REPO / "source/lab8/lab8.ipynb"))
+    graded = autograded_test_ids(load_nb(REPO / "source/lab8/lab8.ipynb"))
     assert hardened["edited_test"].score == 23 and all(nbgrader["edited_test"][c] for c in graded)
 
 

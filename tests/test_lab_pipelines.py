@@ -12,6 +12,7 @@ import jupytext
 import pytest
 
 import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import autograded_test_ids
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow
@@ -146,7 +147,7 @@ def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(graded):
     lab, assignment = graded
     scores = assignment.grade({"solution": REPO / "solutions" / lab / f"{lab}.ipynb",
                                "untouched": REPO / "labs" / lab / f"{lab}.ipynb"})
-    auto = set(harness.autograded_test_cells(load_nb(source(lab) / f"{lab}.ipynb")))
+    auto = set(autograded_test_ids(load_nb(source(lab) / f"{lab}.ipynb")))
     solution, untouched = ({c: s for c, s in scores[who].items() if c in auto}
                            for who in ("solution", "untouched"))
     assert set(solution) == auto and sum(s.max_score for s in solution.values()) == \

@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 import nbgrader_harness as harness
+from attention_course_instructor.grading.notebook import autograded_test_ids
 from conftest import REPO, load_nb
 
 FIXTURE = REPO / "tests" / "fixtures" / "course"
@@ -66,7 +67,7 @@ def test_notebooks_are_nbformat_45_with_unique_ids(fixture_lab):
 def test_solution_full_marks_and_release_zero(fixture_lab):
     result = fixture_lab.grade({"solution": fixture_lab.solutions / "fixture.ipynb",
                                 "untouched": fixture_lab.release / "fixture.ipynb"})
-    auto = harness.autograded_test_cells(load_nb(fixture_lab.source_nb_path))
+    auto = autograded_test_ids(load_nb(fixture_lab.source_nb_path))
     assert auto == ["test_softmax"]
     for cell in auto:
         assert result["solution"][cell].score == result["solution"][cell].max_score == 2
