@@ -40,6 +40,7 @@ from attention_course.tasks.readers import LAB_READERS, LAB_TRAINING, train_read
 from benchmarks.lab8_readers import (SPACINGS, digits_per_length, isolated_reading_error, readings_by_length,
                           scores, steps_within_budget)
 from benchmarks.lab8_reference import lab8, reader_step
+from benchmarks.reader_variants import VariantConfig, step_with_decoder_state
 from attention_course.tables import markdown_row, markdown_table
 
 HERE = Path(__file__).resolve().parent
@@ -122,20 +123,14 @@ HEADER = ["variant", "train s", "isolated digits", "exact 1-8", "CER 1-8", "CER 
           "worst spacing CER"]
 
 
-def step_with_decoder_state(reader, memory, state, prev_token):
-    """The lab's decoder step with a GRU decoder state in the query (the variant that can count)."""
-    prev_weights, prev_context, h = state
-    h = reader.cell(torch.cat([reader.token_embed(prev_token), prev_context], -1), h)
-    query = reader.query(prev_token, prev_context, h)                         # (B, A)
-    scores = (lab8().additive_scores(query, reader.keys_at(memory, prev_weights), reader.v)
-              + reader.location_prior(prev_weights))                          # (B, N)
-    weights = lab8().masked_attention_weights(scores, memory.mask)               # (B, N)
-    context = lab8().attention_context(weights, memory.states)                   # (B, D)
-    return reader.readout(context, prev_token), (weights, context, h), weights
+def variant_config(kind: str, changes: dict) -> VariantConfig:
+    """The Lab 8 reader ``kind`` with ``changes`` to its config (the variants' switches too)."""
+    return VariantConfig(**{**LAB_READERS[kind].to_dict(), **changes})
 
 
-def step_for(config):
-    return step_with_decoder_state if config.decoder_state else None
+def step_for(config: VariantConfig):
+    """The decoder step a variant needs, or None for the lab's step."""
+    return functools.partial(step_with_decoder_state, lab=lab8()) if config.decoder_state else None
 
 
 def mean(xs):
@@ -157,7 +152,7 @@ def measure(name: str, seed: int, count: int, digits: int) -> str:
     """Train one variant and return its table row (run in a worker process on one thread)."""
     torch.set_num_threads(1)
     kind, reader_change, train_change = variants()[name]
-    config = dataclasses.replace(LAB_READERS[kind], **reader_change)
+    config = variant_config(kind, reader_change)
     train = dataclasses.replace(LAB_TRAINING[kind], **train_change)
     step = step_for(config)
     reader, log = train_reader(config, train, seed=seed, progress=False, step=step or reader_step)

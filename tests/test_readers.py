@@ -117,11 +117,10 @@ def test_the_embedding_units_keep_learning_when_their_input_turns_negative():
         assert bool(conv.weight.grad.abs().sum() > 0) is learns, slope
 
 
-def test_the_first_step_starts_at_the_left_edge_or_anywhere():
+def test_the_first_step_starts_at_the_left_edge():
     """The Lab 8 attention reader starts with its weight on column 0, so its first prior favours
-    columns about one move in and lets the content scores reach further only against it; with
-    ``start_at_first_column=False`` it has looked nowhere: zero weights and a flat first prior.
-    Either way the first context is zero and as wide as a column state."""
+    columns about one move in and lets the content scores reach further only against it. The
+    first context is zero and as wide as a column state."""
     b = make_strips(2, 3, seed=0)
     reader = build_reader(dict(kind="attention", **SMALL))
     memory = reader.encode(b.columns, b.mask)
@@ -131,26 +130,6 @@ def test_the_first_step_starts_at_the_left_edge_or_anywhere():
     first = reader.location_prior(weights)                   # (B, N)
     assert first[:, 25:].max() < -10, "from column 0 the prior cannot reach column 25"
     assert int(first[0].argmax()) == round(reader.config.prior_mean)
-    flat = build_reader(dict(kind="attention", start_at_first_column=False, **SMALL))
-    weights, _ = flat.start(flat.encode(b.columns, b.mask))
-    assert torch.equal(weights, torch.zeros_like(weights))
-    prior = flat.location_prior(weights)
-    assert torch.equal(prior, torch.full_like(prior, prior[0, 0].item()))
-
-
-def test_states_can_carry_the_column_embedding():
-    """``skip_embedding`` appends each column's embedding to its state (D = 2H + E); the decoder's
-    first context is as wide, and the summary stays 2H."""
-    reader = build_reader(dict(kind="attention", skip_embedding=True, **SMALL))
-    b = make_strips([1, 3], 2, seed=2)
-    memory = reader.encode(b.columns, b.mask)
-    hidden, embed = reader.config.hidden, reader.config.embed
-    assert memory.states.shape == (2, b.columns.shape[1], 2 * hidden + embed)
-    assert memory.summary.shape == (2, 2 * hidden)
-    torch.testing.assert_close(memory.states[..., 2 * hidden:],
-                               reader.encoder.embed(b.columns, b.mask))
-    weights, context = reader.start(memory)
-    assert context.shape == (2, 2 * hidden + embed)
 
 
 def test_wrong_input_shape_is_explained():
@@ -389,5 +368,3 @@ def test_location_prior_favours_one_digit_to_the_right():
     cfg = reader.config
     assert prior[0].argmax() == 3 + cfg.prior_mean and prior[1].argmax() == 20 + cfg.prior_mean
     assert prior[0, :3].max() < -10, "the prior never moves attention to the left"
-    plain = build_reader(dict(kind="attention", location_prior=False, **SMALL))
-    assert torch.equal(plain.location_prior(prev), torch.zeros(2, 40))

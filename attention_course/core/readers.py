@@ -12,19 +12,18 @@ The attention decoder is deliberately *without a running recurrent state*: its q
 built from the previous output token and the previous context, and its scores add a location term
 computed from the previous weights (a convolution over them), so it can learn "move one digit to the
 right" -- a rule that does not depend on how many digits came before. A fixed prior on the size of
-that move (``location_prior``) makes the alignment easy to find early in training. Before the first
-step the decoder looks at column 0, the strip's left edge, so the first prior expects the first
-digit near the start; trained with blank leads of up to 25 columns, the content scores learn to
-find it further in. (A flat first prior, ``start_at_first_column=False``, finds the first digit
-anywhere, and reads no better; ``lab8_variants.md`` measures both.) The encoder's backward GRU
-starts at each strip's own last column, so end-of-string is read from where the strip ends, blank
-tail or not.
-A GRU decoder state, which the fixed-context reader needs, would let the reader count;
-``decoder_state=True`` adds one for comparison (the benchmark writes its own step for it).
-``benchmarks/results/lab8_variants.md`` measures these choices.
+that move (:meth:`AttentionReader.location_prior`) makes the alignment easy to find early in
+training. Before the first step the decoder looks at column 0, the strip's left edge, so the first
+prior expects the first digit near the start; trained with blank leads of up to 25 columns, the
+content scores learn to find it further in. The encoder's backward GRU starts at each strip's own
+last column, so end-of-string is read from where the strip ends, blank tail or not.
+:class:`ReaderConfig` holds what Lab 8's readers use and nothing else. The designs the lab does
+not use (a flat first prior, no prior, a GRU decoder state that could count, column states that
+carry their embedding) are overrides of this reader in ``benchmarks/reader_variants.py``, and
+``benchmarks/results/lab8_variants.md`` measures them.
 
-Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden (+ the embedding's width
-with ``skip_embedding``), A attention width, C = 11 classes (ten digits and end-of-string).
+Shapes: B strips, N columns, T output steps, D = 2 * encoder hidden, A attention width,
+C = 11 classes (ten digits and end-of-string).
 """
 from __future__ import annotations
 
@@ -59,21 +58,22 @@ class ReaderConfig:
     token_embed: int = 16
     location_channels: int = 8
     location_kernel: int = 25  # previous weights seen up to 12 columns either side
-    decoder_hidden: int = 128  # GRU decoder (fixed reader, or attention reader with decoder_state)
-    decoder_state: bool = False
+    decoder_hidden: int = 128  # the fixed-context reader's GRU decoder
     # A fixed prior over how far attention moves right per step (a Gaussian over 0..max_shift
     # columns): its log is added to the scores, as in dynamic convolution attention.
-    location_prior: bool = True
     prior_mean: float = 10.0     # about one digit (8 columns) plus a gap
     prior_std: float = 4.0
     prior_max_shift: int = 20
-    start_at_first_column: bool = True    # the first step's prior: from column 0, or flat (False)
-    # each column's state also carries its embedding (D = 2H + E): a direct path from the
-    # convolutions to the readout (attention reader only; lab8_variants.md measures it)
-    skip_embedding: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def reader_class(self) -> type:
+        """The reader this config describes (a benchmark's variant config names its own)."""
+        classes = {"attention": AttentionReader, "fixed": FixedContextReader}
+        if self.kind not in classes:
+            raise ValueError(f"config.kind must be 'attention' or 'fixed', got {self.kind!r}")
+        return classes[self.kind]
 
 
 @dataclass
@@ -168,10 +168,12 @@ class _Reader(nn.Module):
     def __init__(self, config: ReaderConfig):
         super().__init__()
         self.config = config
-        self.encoder = ColumnEncoder(config.embed, config.hidden, config.embed_kernel,
-                                     config.embed_layers, config.dropout, config.image_channels,
-                                     config.embed_slope, config.skip_embedding)
+        self.encoder = self.column_encoder(config)
         self.token_embed = nn.Embedding(VOCAB_SIZE, config.token_embed)
+
+    def column_encoder(self, config: ReaderConfig) -> ColumnEncoder:
+        return ColumnEncoder(config.embed, config.hidden, config.embed_kernel, config.embed_layers,
+                             config.dropout, config.image_channels, config.embed_slope)
 
 
 class FixedContextReader(_Reader):
@@ -202,7 +204,7 @@ class FixedContextReader(_Reader):
 class AttentionReader(_Reader):
     """An attention decoder over the column states (location-aware additive attention).
 
-    Its per-step state is ``(prev_weights (B, N), prev_context (B, D)[, h (B, H_dec)])``. It has
+    Its per-step state is ``(prev_weights (B, N), prev_context (B, D))``. It has
     no ``step`` method: one step (query, keys, scores, masked weights, context, readout) is Lab 8's
     task 3, and the reader is trained and decoded with the step a student wrote.
     """
@@ -214,11 +216,7 @@ class AttentionReader(_Reader):
         self.location_conv = nn.Conv1d(1, config.location_channels, config.location_kernel,
                                        padding=config.location_kernel // 2)
         self.location_proj = nn.Linear(config.location_channels, a, bias=False)
-        query_in = config.token_embed + d
-        if config.decoder_state:
-            self.cell = nn.GRUCell(query_in, config.decoder_hidden)
-            query_in = config.decoder_hidden
-        self.query_proj = nn.Linear(query_in, a)
+        self.query_proj = nn.Linear(self.query_width(config.token_embed + d), a)
         self.v = nn.Parameter(torch.randn(a) / a ** 0.5)
         shifts = torch.arange(config.prior_max_shift + 1, dtype=torch.float)
         prior = torch.exp(-0.5 * ((shifts - config.prior_mean) / config.prior_std) ** 2)
@@ -228,26 +226,26 @@ class AttentionReader(_Reader):
             nn.Dropout(config.dropout), nn.Linear(d + config.token_embed, 128), nn.ReLU(),
             nn.Linear(128, NUM_CLASSES))
 
+    def query_width(self, width: int) -> int:
+        """The width of what the query is computed from: the previous token's embedding and
+        the previous context, ``token_embed + D`` (a variant may put a layer in between)."""
+        return width
+
     def encode(self, columns, mask) -> Memory:
         states, summary = self.encoder(columns, mask)
         return Memory(states, self.key_proj(states), mask, summary)
 
     def start(self, memory: Memory):
         """The decoder starts at the strip's left edge: all its weight on column 0 (so the first
-        step's prior expects the first digit about one move in), and a zero context. With
-        ``start_at_first_column=False`` it has looked nowhere: zero weights, a flat first prior."""
+        step's prior expects the first digit about one move in), and a zero context."""
         weights = torch.zeros_like(memory.mask, dtype=memory.states.dtype)
-        if self.config.start_at_first_column:
-            weights[:, 0] = 1.0
+        weights[:, 0] = 1.0
         context = memory.states.new_zeros(memory.states.shape[0], memory.states.shape[-1])
-        if self.config.decoder_state:
-            return weights, context, memory.summary.new_zeros(len(context), self.config.decoder_hidden)
         return weights, context
 
-    def query(self, prev_token, prev_context, h=None):
+    def query(self, prev_token, prev_context):
         """(B,) previous token, (B, D) previous context -> (B, A) query."""
-        x = torch.cat([self.token_embed(prev_token), prev_context], -1)
-        return self.query_proj(x if h is None else h)
+        return self.query_proj(torch.cat([self.token_embed(prev_token), prev_context], -1))
 
     def keys_at(self, memory: Memory, prev_weights):
         """Keys plus the location term from the previous weights: (B, N, A)."""
@@ -257,11 +255,8 @@ class AttentionReader(_Reader):
     def location_prior(self, prev_weights):
         """Log-prior of the next position given the previous weights: (B, N) -> (B, N).
 
-        Zero (no effect) when the reader was built without a prior. Never -inf: a floor of 1e-6
-        keeps every column reachable by its content score.
+        Never -inf: a floor of 1e-6 keeps every column reachable by its content score.
         """
-        if not self.config.location_prior:
-            return torch.zeros_like(prev_weights)
         x = nn.functional.pad(prev_weights.unsqueeze(1), (self.config.prior_max_shift, 0))
         return torch.log(nn.functional.conv1d(x, self.prior_kernel).squeeze(1) + 1e-6)
 
@@ -274,8 +269,4 @@ def build_reader(config: ReaderConfig | dict) -> _Reader:
     """Instantiate the reader a config describes."""
     if isinstance(config, dict):
         config = ReaderConfig(**config)
-    if config.kind == "attention":
-        return AttentionReader(config)
-    if config.kind == "fixed":
-        return FixedContextReader(config)
-    raise ValueError(f"config.kind must be 'attention' or 'fixed', got {config.kind!r}")
+    return config.reader_class()(config)
