@@ -18,7 +18,9 @@ PYTEST_JOBS ?= 2
 test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-$(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt
+# (the version file too: an editable install records the version in its metadata)
+$(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt \
+          attention_course/_version.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt

@@ -64,3 +64,23 @@ def test_a_target_computes_its_verdict():
     budget, floor = Target(300, unit=" s"), Target(0.9, at_most=False)
     assert (budget.verdict(299), budget.verdict(301), str(budget)) == ("met", "**missed**", "at most 300 s")
     assert (floor.met(0.95), floor.met(0.5), str(floor)) == (True, False, "at least 0.9")
+
+
+def test_grading_reports_are_computed_from_what_was_measured():
+    """The grading benchmarks' pages are pure functions of their measurements: the verdict and
+    the agreement line follow the numbers given, not a sentence written in advance."""
+    from benchmarks import dask_grading, grading_throughput
+
+    walls = {1: 120.0, 2: 100.0}
+    cheap = grading_throughput.report({"nbgrader": [10, 11, 12], "hardened": [6, 7, 5]}, walls)
+    dear = grading_throughput.report({"nbgrader": [10, 10, 10], "hardened": [16, 17, 18]}, walls)
+    assert "| hardened / nbgrader | 0.55 (target: at most 1.5x; met) |" in cheap
+    assert "1.70 (target: at most 1.5x; **missed**)" in dear
+    assert "| 2 | 100.0 | 5.0 |" in cheap
+    scores = {"s1": [("t1", 1.0)]}
+    same = {"local": (scores, 80.0), "dask": (scores, 40.0), "killed": (scores, 120.0),
+            "overhead_ms": 12.34}
+    assert "| Dask, 2 workers | 40.0 | 1.00 | 0.50x |" in dask_grading.report(same)
+    assert dask_grading.report(same).endswith("every submission: yes.")
+    differ = {**same, "killed": ({"s1": [("t1", 0.0)]}, 120.0)}
+    assert dask_grading.report(differ).endswith("every submission: NO.")
