@@ -158,6 +158,9 @@ class Visit:
         self.page.on("console", lambda m: m.type in ("error", "warning")
                      and self.errors.append(f"{m.type}: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        # the console says only "Failed to load resource"; this names the file
+        self.page.on("requestfailed", lambda r: self.errors.append(
+            f"request failed: {r.url} ({r.failure})"))
         self.page.goto(url, wait_until="networkidle")
         self.page.evaluate(DRAWN)                        # typeset and every figure drawn
         SHOTS.mkdir(parents=True, exist_ok=True)
