@@ -4,6 +4,7 @@ notebook shown as graded alike. Fast: nothing here starts a kernel."""
 from __future__ import annotations
 
 import copy
+import itertools
 
 import nbformat
 import pytest
@@ -31,10 +32,27 @@ def cell(nb, gid):
 
 @pytest.mark.parametrize("lab", LABS)
 def test_the_roles_are_nbgraders_own(lab):
+    """Every cell of the lab reads as nbgrader reads it, and the lab has cells of every role (a
+    check over cells that all read False would prove nothing)."""
+    roles = set()
     for c in source(lab).cells:
-        assert is_grade(c) == bool(nbgrader_utils.is_grade(c))
-        assert is_solution(c) == bool(nbgrader_utils.is_solution(c))
-        assert is_locked(c) == bool(nbgrader_utils.is_locked(c))
+        mine = (is_grade(c), is_solution(c), is_locked(c))
+        assert mine == (bool(nbgrader_utils.is_grade(c)), bool(nbgrader_utils.is_solution(c)),
+                        bool(nbgrader_utils.is_locked(c))), c.get("id")
+        roles.add((c.cell_type, *mine))
+    assert {("code", True, False, True), ("code", False, True, False),
+            ("markdown", True, True, False), ("code", False, False, True)} <= roles, roles
+
+
+@pytest.mark.parametrize("flags", list(itertools.product([True, False, None], repeat=3)))
+def test_every_combination_of_flags_reads_as_nbgrader_reads_it(flags):
+    """grade, solution and locked each set, cleared or missing (None): nbgrader's locked is also
+    true of any test cell, and false of any answer, whatever the cell says."""
+    meta = {k: v for k, v in zip(("grade", "solution", "locked"), flags) if v is not None}
+    c = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": "q", **meta}})
+    assert (is_grade(c), is_solution(c), is_locked(c)) == (
+        bool(nbgrader_utils.is_grade(c)), bool(nbgrader_utils.is_solution(c)),
+        bool(nbgrader_utils.is_locked(c)))
 
 
 @pytest.mark.parametrize("metadata", [{"nbgrader": "grade"}, {"nbgrader": ["solution"]},

@@ -8,6 +8,7 @@ what it declares.
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import importlib.metadata as metadata
 import json
@@ -207,6 +208,20 @@ def test_the_scan_finds_planted_answers(tmp_path):
     found = {(Path(leak.file.split("!")[0]).name, leak.kind) for leak in leaks.find_leaks(tmp_path, secrets)}
     assert found == {("page.html", "solution line"), ("attention_course-0.0.1-py3-none-any.whl", "checks line"),
                      ("searchindex.js", "name"), ("lab.ipynb", "marker")}
+
+
+def test_a_model_written_answer_is_a_secret_too(tmp_path):
+    """A written answer (a markdown solution cell, which has no markers) is answer text: a
+    sentence of it on a page is found."""
+    from attention_course_instructor.grading.notebook import is_solution
+
+    source = nbformat.read(REPO / "source/lab8/lab8.ipynb", as_version=4)
+    written = next(c for c in source.cells if c.cell_type == "markdown" and is_solution(c))
+    sentence = max(written.source.splitlines(), key=len)
+    secrets = leaks.secrets(REPO, LABS)
+    assert leaks.normalise(sentence) in secrets.lines
+    (tmp_path / "notes.html").write_text(f"<p>{html.escape(sentence)}</p>")
+    assert [leak.kind for leak in leaks.find_leaks(tmp_path, secrets)] == ["solution line"]
 
 
 def test_an_overlap_is_allowed_only_where_the_book_teaches_it(tmp_path):

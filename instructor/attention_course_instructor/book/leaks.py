@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbgrader import utils
+
+from attention_course_instructor.grading.notebook import (MARKERS, cell_parts, grade_id, is_grade,
+                                                          is_solution)
 
 MIN_CHARS = 24                           # a shorter line is too generic to be an answer
-HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-SOLUTION_MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$|^\s*(BEGIN|END) SOLUTION\s*$")
+HIDDEN_MARKERS = MARKERS[:2]             # nbgrader's hidden-test markers
 # names of the hidden tests' machinery that no student file has any reason to hold
 INSTRUCTOR_NAMES = ("run_hidden_check", "COURSE_CHECKS_DIR", "reference_namespace")
 
@@ -85,30 +86,6 @@ class Leak:
         return f"{self.file}: {self.kind} {self.secret!r} (from {self.origin})"
 
 
-def _solution_regions(source: str) -> list[str]:
-    """The lines between solution markers (nothing when the cell has none)."""
-    kept, inside = [], False
-    for line in source.splitlines():
-        if SOLUTION_MARKER.match(line):
-            inside = not inside and "BEGIN" in line
-            continue
-        if inside:
-            kept.append(line)
-    return kept
-
-
-def _hidden_regions(source: str) -> list[str]:
-    kept, inside = [], False
-    for line in source.splitlines():
-        if HIDDEN_MARKERS[0] in line:
-            inside = True
-        elif HIDDEN_MARKERS[1] in line:
-            inside = False
-        elif inside:
-            kept.append(line)
-    return kept
-
-
 def _worth_keeping(line: str, public: str) -> bool:
     line = normalise(line)
     return len(line) >= MIN_CHARS and line not in public and not _IMPORT.match(line)
@@ -148,17 +125,16 @@ def secrets(repo: Path, labs: tuple[str, ...]) -> Secrets:
         shown = known | set(_WORD.findall(public))
         where = f"source/{lab}/{lab}.ipynb"
         for cell in source.cells:
-            task = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-            if utils.is_solution(cell):
-                region = _solution_regions(cell.source)
-                for line in region:
+            task, parts = grade_id(cell), cell_parts(cell)
+            if is_solution(cell):
+                for line in parts.answer:
                     if _worth_keeping(line, public):
                         found.lines.setdefault(normalise(line), f"{where}, {task}, solution")
                 if cell.cell_type == "code":
-                    for name in _defined_names("\n".join(region)) - shown:
+                    for name in _defined_names("\n".join(parts.answer)) - shown:
                         found.names.setdefault(name, f"{where}, {task}, solution")
-            if utils.is_grade(cell) and cell.cell_type == "code":
-                for line in _hidden_regions(cell.source):
+            if is_grade(cell) and cell.cell_type == "code":
+                for line in parts.hidden:
                     if _worth_keeping(line, public):
                         found.lines.setdefault(normalise(line), f"{where}, {task}, hidden test")
         checks = repo / "source" / lab / "checks.py"

@@ -7,7 +7,8 @@
   nbgrader's shape (a string, a list) reads as no metadata.
 - **Markers** (:data:`SOLUTION_BEGIN` ... :data:`MARKERS`): where an answer or a hidden test
   begins and ends; :func:`neutralise_markers` makes them inert in a student's text;
-  :func:`marked_lines` sorts an instructor notebook's lines by region.
+  :func:`cell_parts` sorts an instructor cell's lines by region (answer, hidden tests, the
+  rest), :func:`marked_lines` a whole notebook's.
 - **The released form of a test cell**: :func:`released_test_source`, by nbgrader's own
   ``ClearHiddenTests``, for every comparison with what the student received.
 - **A submission matched to its source, once**: :func:`match_submission` pairs every source cell
@@ -97,26 +98,45 @@ def released_test_source(source: str) -> str:
     return cell.source
 
 
+@dataclass
+class CellParts:
+    """A cell's lines by region, marker lines left out: the instructor's ``answer`` (between
+    solution markers, or the whole of a written answer: a markdown solution cell, which has no
+    markers), the ``hidden`` tests, and every ``other`` line."""
+
+    answer: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+
+def cell_parts(cell) -> CellParts:
+    """An instructor cell's lines sorted by region (:class:`CellParts`)."""
+    parts = CellParts()
+    whole = cell.cell_type == "markdown" and is_solution(cell)
+    region = None
+    for line in cell.source.splitlines():
+        if SOLUTION_BEGIN in line or HIDDEN_BEGIN in line:
+            region = parts.answer if SOLUTION_BEGIN in line else parts.hidden
+        elif SOLUTION_END in line or HIDDEN_END in line:
+            region = None
+        else:
+            (region if region is not None else parts.answer if whole else parts.other).append(line)
+    return parts
+
+
 def marked_lines(nb) -> tuple[list[str], list[str], set[str]]:
-    """(answer lines, hidden-test lines, every other line) of an instructor notebook, stripped,
-    blank lines left out and comments left out of the first two. A written answer (a markdown
-    solution cell, which has no markers) counts as answer text."""
+    """(answer lines, hidden-test lines, every other line) of an instructor notebook
+    (:func:`cell_parts`), stripped, blank lines left out and comments left out of the first two."""
     solution, hidden, other = [], [], set()
+
+    def said(lines):
+        return [line for line in map(str.strip, lines) if line and not line.startswith("#")]
+
     for cell in nb.cells:
-        region = None
-        whole = cell.cell_type == "markdown" and is_solution(cell)
-        for raw in cell.source.splitlines():
-            line = raw.strip()
-            if SOLUTION_BEGIN in line or HIDDEN_BEGIN in line:
-                region = solution if SOLUTION_BEGIN in line else hidden
-            elif SOLUTION_END in line or HIDDEN_END in line:
-                region = None
-            elif line:
-                target = region if region is not None else (solution if whole else None)
-                if target is None:
-                    other.add(line)
-                elif not line.startswith("#"):
-                    target.append(line)
+        parts = cell_parts(cell)
+        solution += said(parts.answer)
+        hidden += said(parts.hidden)
+        other |= {line for line in map(str.strip, parts.other) if line}
     return solution, hidden, other
 
 
