@@ -22,7 +22,8 @@ REPO = harness.REPO
 # busy while the others idle. Measured in benchmarks/results/dev_loop.md (each file's share).
 LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
                  "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
-                 "test_grading_isolation.py", "test_student_edition.py", "test_book_browser.py",
+                 "test_grading_isolation.py", "test_accessibility_browser.py",
+                 "test_student_edition.py", "test_book_browser.py",
                  "test_figures_browser.py")
 
 
@@ -163,8 +164,9 @@ class Visit:
             f"request failed: {r.url} ({r.failure})"))
         self.page.goto(url, wait_until="networkidle")
         self.page.evaluate(DRAWN)                        # typeset and every figure drawn
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / shot_name), full_page=True)
+        if shot_name:                                    # None: no screenshot
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(SHOTS / shot_name), full_page=True)
 
     def _route(self, route):
         url = urlparse(route.request.url)
@@ -176,6 +178,18 @@ class Visit:
 
     def console_problems(self):
         return list(self.errors)
+
+    def rendering_problems(self) -> list[str]:
+        """What a reader would see go wrong: requests that left the machine, console errors or
+        warnings, raw TeX, figures that did not load."""
+        problems = [f"request left the machine: {url}" for url in self.external]
+        problems += [f"console: {error}" for error in self.errors]
+        text = self.page.inner_text("article") if self.page.locator("article").count() else ""
+        if "$$" in text or "\\frac" in text:
+            problems.append("raw TeX is visible")
+        broken = self.page.evaluate(
+            "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+        return problems + [f"figure did not load: {src}" for src in broken]
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ import contextlib
 import copy
 import fcntl
 import hashlib
+import json
 import multiprocessing
 import os
 import re
@@ -67,6 +68,8 @@ ASSET_FILES = [
 # anywidget's front end ships inside the Python package (the same file its CDN serves)
 ANYWIDGET_JS = Path(__import__("anywidget").__file__).parent / "nbextension" / "index.js"
 SHIMS = Path(__file__).resolve().parent / "static" / "widget-shims.js"
+# the book's own page style, script and icon (_config.yml: html_css_files, html_js_files, html_favicon)
+PAGE_FILES = [Path(__file__).resolve().parent / "static" / name for name in ("course.css", "course.js", "favicon.svg")]
 # webpack emits the widget fonts beside embed-amd.js under hashed names
 WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 
@@ -146,9 +149,16 @@ def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> Non
         *problems[1:MAX_PROBLEMS], *reports]))
 
 
+def npm_packages() -> list[str]:
+    """The front-end packages ``offline/package.json`` declares (the tests' axe-core too)."""
+    declared = json.loads((NPM_DIR / "package.json").read_text())
+    return [*declared.get("dependencies", {}), *declared.get("devDependencies", {})]
+
+
 def install_npm_assets() -> None:
-    """Install the pinned front-end packages once (``npm ci`` honours package-lock.json)."""
-    if (NODE_MODULES / ".package-lock.json").exists():
+    """Install the pinned front-end packages (``npm ci`` honours package-lock.json) unless every
+    declared package is installed already."""
+    if all((NODE_MODULES / name / "package.json").exists() for name in npm_packages()):
         return
     if shutil.which("npm") is None:
         sys.exit("npm was not found: install Node.js (e.g. `apt-get install nodejs npm`) and rerun.")
@@ -191,6 +201,8 @@ def copy_assets() -> Path:
             shutil.copy2(font, ASSETS / "html-manager" / font.name)
     patch_widget_validator(ASSETS / "html-manager" / "embed-amd.js")
     shutil.copy2(SHIMS, ASSETS / SHIMS.name)
+    for page_file in PAGE_FILES:
+        shutil.copy2(page_file, ASSETS / page_file.name)
     (ASSETS / "anywidget").mkdir(exist_ok=True)
     shutil.copy2(ANYWIDGET_JS, ASSETS / "anywidget" / "index.js")
     return ASSETS

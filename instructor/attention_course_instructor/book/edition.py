@@ -27,9 +27,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import nbformat
+
 from attention_course import __version__
 from attention_course_instructor import paths
 from attention_course_instructor.book import build, leaks
+from attention_course_instructor.grading.notebook import grade_id
 
 ROOT = paths.REPO
 LABS = ("lab8", "lab12")
@@ -80,17 +83,36 @@ def serve_wheels(site: Path, wheels: list[Path]) -> None:
 
 
 def copy_sources(out: Path, toc_files: set[str]) -> None:
-    """The page sources of the student book and the released lab notebooks."""
+    """The page sources of the student book and the released lab notebooks. Each Markdown page
+    with code also gets its notebook twin, which the page's Colab button opens
+    (:func:`notebook_twin`)."""
     for page in sorted(toc_files):
         for source in (ROOT / f"{page}.md", ROOT / f"{page}.ipynb"):
             if source.exists():
                 target = out / source.relative_to(ROOT)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
+                if source.suffix == ".md" and (twin := notebook_twin(source)) is not None:
+                    nbformat.write(twin, target.with_suffix(".ipynb"))
     for lab in LABS:                      # the released notebook, never the source or solution
         target = out / "labs" / lab / f"{lab}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "labs" / lab / f"{lab}.ipynb", target)
+
+
+def notebook_twin(page: Path):
+    """A MyST page with code as a notebook for Colab (unexecuted), or None for a page of prose.
+    Its first cell is the released labs' install cell, which installs the course package where it
+    is missing."""
+    import jupytext
+
+    nb = jupytext.read(page)
+    if not any(cell.cell_type == "code" for cell in nb.cells):
+        return None
+    lab = nbformat.read(ROOT / "labs" / LABS[0] / f"{LABS[0]}.ipynb", as_version=4)
+    install = next(cell for cell in lab.cells if grade_id(cell) == "install")
+    nb.cells.insert(0, nbformat.v4.new_code_cell(install.source))
+    return nb
 
 
 def toc_files(toc: dict) -> set[str]:

@@ -10,8 +10,23 @@ Figures carry their numbers in their captions, as the source chapter numbers the
 whose running "Fig. 12" prefix would contradict them, and its default wins over ``_config.yml``
 (set there, ``numfig: false`` is overridden again before the build starts); it is switched off
 here, when the builder starts.
+
+The theme's sidebar opens and closes each part of the book with a ``<summary>`` that holds only an
+icon, so a screen reader announced an unnamed control on every page (axe: ``summary-name``). Each
+now carries the name of the part it opens ("Pages of 12. Transformers in practice").
+
+Colab opens notebooks, not MyST Markdown: a chapter page's Colab button leads to the page's
+notebook twin, ``<page>.ipynb``, which the student edition writes beside each Markdown page
+(:func:`attention_course_instructor.book.edition.copy_sources`).
 """
 from __future__ import annotations
+
+import html
+import re
+
+# the theme's toctree: a part's link, then the <details> whose <summary> opens its pages
+_PART_TOGGLE = re.compile(r'(<a class="reference internal" href="[^"]*">(?P<title>[^<]*)</a>'
+                          r'\s*<details[^>]*>\s*)<summary>')
 
 
 def script_key(script) -> tuple:
@@ -38,6 +53,43 @@ def _dedupe_page_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = unique_scripts(context["script_files"])
 
 
+def name_toggles(toctree):
+    """The sidebar's part toggles, each named after the part whose pages it shows. The theme hands
+    the toctree over as HTML text or, for some callers, as a BeautifulSoup tree: either is named
+    and handed back as it came."""
+    if not isinstance(toctree, str):
+        for summary in toctree.select("details > summary"):
+            link = summary.parent.find_previous_sibling("a")
+            if link is not None and not summary.has_attr("aria-label"):
+                summary["aria-label"] = f"Pages of {link.get_text().strip()}"
+        return toctree
+
+    def named(match):
+        title = html.unescape(match["title"]).strip()
+        return f'{match[1]}<summary aria-label="{html.escape(f"Pages of {title}")}">'
+    return _PART_TOGGLE.sub(named, toctree)
+
+
+def _named_sidebar_toggles(app, pagename, templatename, context, doctree):
+    # after the theme's handler, which puts generate_toctree_html into the context
+    make = context.get("generate_toctree_html")
+    if make is not None and not getattr(make, "names_toggles", False):
+        def generate(*args, **kwargs):
+            return name_toggles(make(*args, **kwargs))
+        generate.names_toggles = True
+        context["generate_toctree_html"] = generate
+
+
+def _colab_opens_the_notebook_twin(app, pagename, templatename, context, doctree):
+    # after sphinx-book-theme's launch buttons (its handler's priority is 501)
+    if not str(context.get("page_source_suffix", "")).endswith(".md"):
+        return
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []):
+            if button.get("text") == "Colab" and button.get("url", "").endswith(".md"):
+                button["url"] = button["url"].removesuffix(".md") + ".ipynb"
+
+
 def _no_running_figure_numbers(app):
     app.config.numfig = False
 
@@ -45,4 +97,6 @@ def _no_running_figure_numbers(app):
 def setup(app):
     app.connect("builder-inited", _no_running_figure_numbers)
     app.connect("html-page-context", _dedupe_page_scripts, priority=100)   # before any that returns
+    app.connect("html-page-context", _named_sidebar_toggles, priority=900)  # after the theme's
+    app.connect("html-page-context", _colab_opens_the_notebook_twin, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -51,7 +51,7 @@ function render({ model, el }) {
     const boxH = 12 + 36 * Math.min(1, d / 64);              // taller box: wider state
     svg.replaceChildren();
     text(PAD, 14, "encoder", { "text-anchor": "start", fill: BLUE });
-    text(W - PAD, 124, "decoder", { "text-anchor": "end", fill: TEAL });   // clear of the crossing
+    text(W - PAD, 124, "decoder", { "text-anchor": "end", fill: common.ink(TEAL) });   // clear of the crossing
     for (let i = 0; i < len; i++) {
       const x = PAD + i * cell;
       const exists = i < now.states;

@@ -7,7 +7,9 @@ let uid = 0;
 const UID = Math.random().toString(36).slice(2, 8);
 const COURSE_CSS = `
 .course-fig { font: 14px/1.4 system-ui, sans-serif; max-width: 560px; width: 100%;
-  box-sizing: border-box; padding: 8px; border: 1px solid #ccc; border-radius: 6px; }
+  box-sizing: border-box; padding: 8px; border: 1px solid #ccc; border-radius: 6px;
+  background: #fff; color: #1a1a1a; color-scheme: light; }
+.course-fig code { color: #1a1a1a; background: #f0f0f0; }
 .course-fig .course-fig-title { margin: 0 0 4px; font-weight: 600; }
 .course-fig svg { width: 100%; max-width: 380px; height: auto; display: block; }
 .course-fig .controls { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 6px 0; }
@@ -20,6 +22,28 @@ const COURSE_CSS = `
 .course-fig .swatch { display: inline-block; width: 1.1em; height: 1.1em; vertical-align: middle;
   border: 1px solid #333; margin-right: 4px; }
 `;
+
+// A figure is a light card in the book's light and dark modes alike, so one palette serves both:
+// the Okabe-Ito colours for marks (at least 3:1 on white), and for text in a colour the darker
+// shade of each (at least 4.5:1 on white), through `ink`.
+const INK = { "#009e73": "#00775a", "#d55e00": "#b34700", "#e69f00": "#8a6100" };
+
+export function ink(colour) {
+  return INK[colour] ?? colour;
+}
+
+// sRGB relative luminance (WCAG 2.1) of [r, g, b] in 0..1.
+export function luminance(rgb) {
+  const lin = (c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const [r, g, b] = rgb.map(lin);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+// Black or white, whichever reads better on a background of [r, g, b] (one always reaches 4.5:1).
+export function textOn(rgb) {
+  const l = luminance(rgb);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000" : "#fff";
+}
 
 export function injectStyle() {
   if (!document.getElementById(STYLE_ID)) {

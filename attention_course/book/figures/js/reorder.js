@@ -3,6 +3,9 @@
 import * as common from "./common.js";
 
 const NAMES = ["A", "B", "C", "D"];
+const BLUE_RGB = [0, 114 / 255, 178 / 255];
+// the colour a cell shows: blue at opacity `alpha` over the figure's white
+const onWhite = (rgb, alpha) => rgb.map((c) => 1 - alpha + alpha * c);
 const matmul = (A, B) => A.map((row) => B[0].map((_, j) => row.reduce((s, a, k) => s + a * B[k][j], 0)));
 
 export function reorderAttention(setup, order, positions, causal) {
@@ -57,7 +60,7 @@ function render({ model, el }) {
       common.h("th", {}, NAMES[order[i]]),
       ...row.map((w, j) => common.h("td", {
         class: "num", "data-readout": `A-${i}-${j}`,
-        style: `background: rgba(0, 114, 178, ${w.toFixed(3)}); color: ${w > 0.55 ? "#fff" : "#000"}`,
+        style: `background: rgba(0, 114, 178, ${w.toFixed(3)}); color: ${common.textOn(onWhite(BLUE_RGB, Number(w.toFixed(3))))}`,
       }, common.fmt(w))),
     ])));
     changes.replaceChildren(common.h("tr", {}, NAMES.map((n) => common.h("th", {}, n))),

@@ -29,7 +29,7 @@ function render({ model, el }) {
     const kinds = [["recurrent", "#0072b2"], ["convolution", "#009e73"], ["self-attention", "#d55e00"]];
     kinds.forEach(([kind, colour], row) => {
       const y = row * ROW + 44;
-      const label = common.s("text", { x: PAD, y: row * ROW + 14, "font-size": 12, fill: colour });
+      const label = common.s("text", { x: PAD, y: row * ROW + 14, "font-size": 12, fill: common.ink(colour) });
       label.textContent = `${kind}: ${steps[kind]} step${steps[kind] > 1 ? "s" : ""}`;
       svg.append(label);
       // the hops of the shortest route, as arcs from position to position
