@@ -27,9 +27,19 @@ COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 RUN_AXE = """(only) => axe.run(document, {runOnly: only})
   .then((r) => r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.length} x `
                                        + v.nodes[0].target.join(" ")))"""
-# the theme's own switch: the mode is an attribute of <html>, read by its stylesheets
-SET_MODE = """(mode) => { document.documentElement.dataset.theme = mode;
-                          document.documentElement.dataset.mode = mode; }"""
+# the theme's own switch: the mode is an attribute of <html>, read by its stylesheets. The
+# theme's colours ease into a new mode; a page loaded in that mode never eases, so the page is
+# read with easing off (else axe may sample a colour half-way)
+SET_MODE = """(mode) => {
+  if (!document.getElementById("no-easing")) {
+    const style = document.createElement("style");
+    style.id = "no-easing";
+    style.textContent = "*, *::before, *::after { transition: none !important; }";
+    document.head.append(style);
+  }
+  document.documentElement.dataset.theme = mode;
+  document.documentElement.dataset.mode = mode;
+}"""
 # every SVG <text> of a figure: its fill against what is under its centre (a filled shape, else
 # the figure's own background), by WCAG's contrast ratio; large text (>= 24 px) needs 3:1
 SVG_TEXT_CONTRAST = """() => {
