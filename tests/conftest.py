@@ -147,6 +147,14 @@ DRAWN = """() => new Promise((done) => {
 })"""
 
 
+# every url() of every @font-face rule the page's style sheets declare, resolved
+FONT_URLS = """() => [...document.styleSheets]
+  .flatMap((sheet) => { try { return [...sheet.cssRules]; } catch (e) { return []; } })
+  .filter((rule) => rule instanceof CSSFontFaceRule)
+  .flatMap((rule) => [...rule.style.getPropertyValue("src").matchAll(/url\\("?([^")]+)"?\\)/g)])
+  .map((match) => match[1])"""
+
+
 class Visit:
     """An opened page with the requests, console errors and warnings it produced."""
 
@@ -189,7 +197,11 @@ class Visit:
             problems.append("raw TeX is visible")
         broken = self.page.evaluate(
             "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
-        return problems + [f"figure did not load: {src}" for src in broken]
+        problems += [f"figure did not load: {src}" for src in broken]
+        # a font is fetched only when a glyph needs it, so a misplaced one fails now and then;
+        # where each declared font would come from is known as soon as its style sheet loads
+        return problems + [f"a font is declared outside _static/: {url}"
+                           for url in self.page.evaluate(FONT_URLS) if "/_static/" not in url]
 
 
 @pytest.fixture

@@ -6,9 +6,14 @@
   //    gives it; point that path at the copy served beside this file, at any page depth.
   var here = document.currentScript.src;
   var vendor = here.slice(0, here.lastIndexOf("/") + 1);
+  //    Its bundle defines three more modules by name; each finds the fonts beside the path of
+  //    its own name, which without a path would be a folder "@jupyter-widgets/" beside the page.
   //    The course's figures are anywidgets: their front end is served beside it too.
   window.require.config({ paths: {
     "@jupyter-widgets/html-manager/dist": vendor + "html-manager",
+    "@jupyter-widgets/html-manager": vendor + "html-manager/html-manager",
+    "@jupyter-widgets/base": vendor + "html-manager/base",
+    "@jupyter-widgets/controls": vendor + "html-manager/controls",
     "anywidget": vendor + "anywidget/index",
   } });
 
