@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: book test browser-deps release edition grade hub hub-env hub-remove-demo wheel benchmark clean
 
-book: $(STAMP)                       ## build the executed book into _build/html
+book: $(STAMP) browser-deps          ## build the executed book (and its PDF) into _build/html
 	$(PY) -m attention_course_instructor.book.build
 
 # Every test file runs whole on one of PYTEST_JOBS workers (pytest-xdist), longest files first

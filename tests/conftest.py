@@ -151,8 +151,8 @@ DRAWN = """() => new Promise((done) => {
 FONT_URLS = """() => [...document.styleSheets]
   .flatMap((sheet) => { try { return [...sheet.cssRules]; } catch (e) { return []; } })
   .filter((rule) => rule instanceof CSSFontFaceRule)
-  .flatMap((rule) => [...rule.style.getPropertyValue("src").matchAll(/url\\("?([^")]+)"?\\)/g)])
-  .map((match) => match[1])"""
+  .flatMap((rule) => [...rule.style.getPropertyValue("src").matchAll(/url\\("?([^")]+)"?\\)/g)]
+    .map((match) => new URL(match[1], rule.parentStyleSheet.href || document.baseURI).href))"""
 
 
 class Visit:

@@ -65,6 +65,85 @@ SVG_TEXT_CONTRAST = """() => {
   }
   return failures;
 }"""
+# every SVG <text> of a figure as rendered (its font size times the picture's scale): at least
+# 10 px at the desktop width; at 320 px (a 1280 px window zoomed to 400%, where one CSS pixel is
+# four screen pixels) at least 6.5
+MIN_TEXT_PX = {1280: 10, 320: 6.5}
+SVG_TEXT_SIZE = """(least) => [...document.querySelectorAll(".course-fig svg text")].flatMap((text) => {
+  const svg = text.ownerSVGElement, box = svg.viewBox.baseVal;
+  if (!text.textContent.trim() || !box || !box.width || !svg.getBoundingClientRect().width) return [];
+  const px = parseFloat(getComputedStyle(text).fontSize) * svg.getBoundingClientRect().width / box.width;
+  return px < least - 0.05 ? [`"${text.textContent}" ${px.toFixed(1)} px`] : [];
+})"""
+# What a screen reader gets from each figure, in whatever state its controls are: every slider
+# announces the value shown beside it (aria-valuetext, else its raw value, equals its <output>),
+# and every picture (SVG with role img) has a name and a text equivalent (aria-describedby
+# pointing at text that states what it shows).
+FIGURE_TEXT = """(figure) => {
+  const found = [];
+  const text = (ids) => (ids || "").split(/\\s+/).map((id) => document.getElementById(id))
+    .map((e) => (e ? e.textContent.trim() : "")).join(" ").trim();
+  for (const slider of figure.querySelectorAll("input[type=range]")) {
+    const shown = figure.querySelector(`output[for="${slider.id}"]`);
+    const said = slider.getAttribute("aria-valuetext") ?? slider.value;
+    if (shown && shown.textContent.trim() !== said.trim()) {
+      found.push(`${slider.dataset.control} announces "${said}" but shows "${shown.textContent}"`);
+    }
+  }
+  for (const picture of figure.querySelectorAll("svg[role=img]")) {
+    const name = picture.getAttribute("aria-label") || text(picture.getAttribute("aria-labelledby"));
+    if (!name) found.push("a picture has no name");
+    if (!text(picture.getAttribute("aria-describedby"))) {
+      found.push(`"${name}" has no text equivalent`);
+    }
+  }
+  return found;
+}"""
+# Each control of each figure moved through its states (a slider through up to STATES evenly
+# spaced values, a checkbox both ways, a list through its options), one control at a time, and
+# put back; in each state FIGURE_TEXT and the SVG-text contrast run, and axe runs over the figure.
+# The sweep runs once, at the desktop width in light mode: a figure is the same light card in
+# both modes, and at 320 px its text is checked as drawn (the controls change what it says, not
+# its size or colours, which the sweep checks at 1280 px).
+STATES = 5
+SWEEP_AT = (1280, "light")
+SWEEP = """async ([only, states, figureText, contrast]) => {
+  const readable = new Function(`return (${figureText})`)();
+  const textContrast = new Function(`return (${contrast})`)();
+  const settle = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+  const values = (c) => {
+    if (c.type === "checkbox") return [!c.checked, c.checked];
+    if (c.tagName === "SELECT") return [...c.options].map((o) => o.value);
+    const [lo, hi, step] = [Number(c.min), Number(c.max), Number(c.step) || 1];
+    const count = Math.floor((hi - lo) / step) + 1;
+    const picks = count <= states ? [...Array(count).keys()]
+      : [...Array(states).keys()].map((k) => Math.round((k * (count - 1)) / (states - 1)));
+    return picks.map((k) => String(lo + k * step));
+  };
+  const set = (c, v) => {
+    if (c.type === "checkbox") c.checked = v; else c.value = v;
+    c.dispatchEvent(new Event(c.type === "range" ? "input" : "change", { bubbles: true }));
+  };
+  const found = [];
+  for (const figure of document.querySelectorAll(".course-fig")) {
+    const title = figure.querySelector(".course-fig-title").textContent.split(":")[0];
+    const names = [...figure.querySelectorAll("[data-control]")].map((c) => c.dataset.control);
+    for (const name of names) {
+      const control = () => figure.querySelector(`[data-control="${name}"]`);
+      const first = control().type === "checkbox" ? control().checked : control().value;
+      for (const value of [...values(control()), first]) {
+        set(control(), value);
+        await settle();
+        const where = `${title}, ${name} = ${value}`;
+        found.push(...readable(figure).map((f) => `${where}: ${f}`));
+        found.push(...textContrast().map((f) => `${where}: ${f}`));
+        const result = await axe.run(figure, { runOnly: only });
+        found.push(...result.violations.map((v) => `${where}: ${v.id} (${v.impact}) x ${v.nodes.length}`));
+      }
+    }
+  }
+  return found;
+}"""
 OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 # a formula is a Tab stop only when it scrolls sideways (a keyboard must reach it to scroll it)
 MATH_TAB_STOPS = """() => [...document.querySelectorAll('mjx-container, div.math')].filter((m) =>
@@ -78,14 +157,27 @@ def book_pages(built_book) -> list[str]:
                   if not p.relative_to(built_book).parts[0].startswith("_"))
 
 
-def findings(page, mode: str = "light") -> dict[str, list]:
-    """What each check finds on the open page, in the mode it is shown in."""
-    width = page.viewport_size["width"]
-    only = ({"type": "tag", "values": TAGS} if mode == "light"
+def rules(mode: str) -> dict:
+    return ({"type": "tag", "values": TAGS} if mode == "light"
             else {"type": "rule", "values": COLOUR_RULES})
-    return {"axe": page.evaluate(RUN_AXE, only), "svg text": page.evaluate(SVG_TEXT_CONTRAST),
+
+
+def findings(page, mode: str = "light") -> dict[str, list]:
+    """What each check finds on the open page, in the mode it is shown in, as the page drew."""
+    width = page.viewport_size["width"]
+    return {"axe": page.evaluate(RUN_AXE, rules(mode)), "svg text": page.evaluate(SVG_TEXT_CONTRAST),
+            "svg text size": page.evaluate(SVG_TEXT_SIZE, MIN_TEXT_PX[width]),
+            "figure text": page.evaluate(f"() => [...document.querySelectorAll('.course-fig')]"
+                                         f".flatMap({FIGURE_TEXT})"),
             "sideways scroll px": [n for n in [page.evaluate(OVERFLOW)] if n > 0 and width <= 320],
             "formula tab stops": [n for n in [page.evaluate(MATH_TAB_STOPS)] if n]}
+
+
+def figure_states(page, mode: str = "light") -> list[str]:
+    """What the checks find in any state of any figure on the page (see SWEEP)."""
+    if not page.locator(".course-fig").count():
+        return []
+    return page.evaluate(SWEEP, [rules(mode), STATES, FIGURE_TEXT, SVG_TEXT_CONTRAST])
 
 
 def read_page(visit, url) -> dict:
@@ -103,6 +195,8 @@ def read_page(visit, url) -> dict:
         for mode in MODES:
             v.page.evaluate(SET_MODE, mode)
             found[f"{width} px, {mode}"] = findings(v.page, mode)
+            if (width, mode) == SWEEP_AT:
+                found[f"{width} px, {mode}"]["figure states"] = figure_states(v.page, mode)
     return {where: {check: items for check, items in checks.items() if items}
             for where, checks in found.items() if any(checks.values())}
 
@@ -122,6 +216,10 @@ PLANT = {
                       document.querySelector('article').prepend(b); }""",
     "svg text": """() => { const t = document.querySelector('.course-fig svg text');
                            t.setAttribute('fill', '#bbbbbb'); t.style.fill = '#bbbbbb'; }""",
+    "svg text size": """() => document.querySelector('.course-fig svg text')
+                                    .setAttribute('font-size', '4')""",
+    "figure text": """() => document.querySelector('.course-fig svg[role=img]')
+                                  .removeAttribute('aria-describedby')""",
     "sideways scroll px": """() => { const c = document.createElement('code');
                                      c.textContent = 'x'.repeat(200); c.style.whiteSpace = 'pre';
                                      document.querySelector('article p').append(c); }""",
@@ -137,3 +235,30 @@ def test_each_check_fails_on_a_planted_fault(visit, site, check):
     assert not findings(v.page)[check], "the page fails before the fault is planted"
     v.page.evaluate(PLANT[check])
     assert findings(v.page)[check], f"{check}: the planted fault was not found"
+
+
+# faults that show only in some state of a figure's controls, planted in Figure 8.5 (the word
+# slider, the "relative" checkbox); the sweep must find each, the page as drawn shows none
+PLANT_IN_A_STATE = {
+    # the slider's read-out goes wrong past its first value, as an index would be announced
+    "announced value": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
+        s.addEventListener('input', () => setTimeout(() => s.setAttribute('aria-valuetext', s.value))); }""",
+    # unticking the checkbox turns the read-out's text pale
+    "contrast": """() => { const c = document.querySelector('.caption-maps-fig [data-control=relative]');
+        c.addEventListener('change', () => document.querySelectorAll('.caption-maps-fig svg text, '
+          + '.caption-maps-fig p').forEach((e) => { e.style.color = c.checked ? '' : '#bbb'; })); }""",
+    # a later word loses the picture's text equivalent
+    "text equivalent": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
+        s.addEventListener('input', () => setTimeout(() => document.querySelector(
+          '.caption-maps-fig svg').removeAttribute('aria-describedby'))); }""",
+}
+
+
+@pytest.mark.parametrize("fault", list(PLANT_IN_A_STATE))
+def test_the_figure_sweep_finds_a_fault_in_one_state(visit, site, fault):
+    v = visit(f"{site}/book/chapter8/captioning.html", None, width=1280)
+    v.page.add_script_tag(path=str(AXE))
+    assert figure_states(v.page) == [], "the figure fails before the fault is planted"
+    v.page.evaluate(PLANT_IN_A_STATE[fault])
+    assert not any(findings(v.page).values()), "the fault shows without moving a control"
+    assert figure_states(v.page), f"{fault}: the planted fault was not found"

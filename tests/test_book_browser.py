@@ -40,3 +40,31 @@ def test_chapter_math_and_widget(visit, site):
     control.focus()
     control.press("ArrowLeft")                                 # runs in the browser, no kernel
     assert ratio.inner_text() == "8.00"
+
+
+# every control that opens the search, as a reader can see it
+VISIBLE_SEARCH = """() => [...document.querySelectorAll('.search-button__button, input[type=search]')]
+  .filter((e) => { const box = e.getBoundingClientRect();
+                   return box.width > 0 && box.height > 0 && getComputedStyle(e).visibility !== 'hidden'; })
+  .length"""
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_one_way_into_the_search(visit, site, width):
+    v = visit(f"{site}/book/chapter8/index.html", None, width=width)
+    assert v.page.evaluate(VISIBLE_SEARCH) == 1
+
+
+def test_search_snippets_show_formulas_as_text(visit, site):
+    """A result's snippet quotes its page; the formulas there read as text, not TeX source."""
+    v = visit(f"{site}/search.html?q=variance", None)
+    snippets = v.page.locator("#search-results p.context")
+    snippets.first.wait_for(timeout=15_000)
+    v.page.wait_for_function("() => !document.querySelector('#search-results .search-pulse')"
+                             " && document.querySelector('#search-results').textContent.includes('found')",
+                             timeout=15_000)
+    text = " ".join(snippets.all_inner_texts())
+    assert "√(d_k)" in text or "d_k" in text, text[:500]        # a formula made it into a snippet
+    assert "\\" not in text, text[:500]                          # and no TeX command with it
+    assert v.page.evaluate("coursePlainTex(String.raw`\\(\\frac{QK^\\top}{\\sqrt{d_k}}\\)`)") \
+        == "(QKᵀ)/(√(d_k))"

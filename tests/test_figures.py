@@ -113,11 +113,18 @@ def test_bottleneck_steps_reference():
 
 def test_caption_maps_readouts_and_validation():
     from attention_course.book.figures import CaptionMapsFigure, map_readouts
+    from attention_course.book.figures.caption_maps import map_region
 
     grid = np.zeros((6, 6))
     grid[0, :3] = [0.3, 0.25, 0.05]
     grid[5, 5] = 0.4
-    assert map_readouts(grid) == {"peak": 0.4, "half_cells": 2, "cells": [35, 0]}
+    assert map_readouts(grid) == {"peak": 0.4, "half_cells": 2, "cells": [35, 0], "region": "centre"}
+    for (row, column), region in {(0, 5): "top right", (5, 0): "bottom left", (2, 0): "middle left",
+                                  (0, 3): "top centre", (3, 3): "centre"}.items():
+        one = np.zeros((6, 6))
+        one[row, column] = 1.0
+        assert map_region(one) == region, (row, column)
+    assert map_region(np.full((6, 6), 1 / 36)) == "centre"
     image = np.zeros((3, 48, 48), np.float32)
     maps = [{"word": "a", "map": np.full((6, 6), 1 / 36)}, {"word": "red", "map": grid}]
     fig = CaptionMapsFigure(image, maps)
@@ -237,3 +244,16 @@ def test_drawn_figures_compute_what_they_show():
     np.testing.assert_allclose(shown["weights"], w, rtol=1e-5)
     np.testing.assert_allclose(shown["output"], w @ V, rtol=1e-4, atol=1e-5)
     assert len(fig.axes) == 1 and len(prenorm_block().axes) == 1
+
+
+def test_figure_8c_is_narrow_enough_for_a_phone():
+    """A 375 px phone shows Figure 8.C's picture at no less than 85% of its size (its titles are
+    10 pt at 90 dpi, 12.5 px), one panel under another: at 630 px wide they were about 6 px."""
+    import io
+
+    from PIL import Image
+
+    from attention_course.book.figures.bottleneck import small_multiples_png
+
+    width, height = Image.open(io.BytesIO(small_multiples_png())).size
+    assert width <= 375 / 0.85 and height > width * 0.8, (width, height)

@@ -48,7 +48,8 @@ def small_multiples_png(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    fig, axes = plt.subplots(len(lengths), 1, figsize=(7, 1.25 * len(lengths)))
+    # narrow, so that a phone shows it near full size: 4.4 in at 90 dpi is about 400 px
+    fig, axes = plt.subplots(len(lengths), 1, figsize=(4.4, 1.1 * len(lengths)))
     for ax, n in zip(axes, lengths):
         gap = 1.0 if n <= 12 else 0.6
         for i in range(n):                                           # encoder states, blue
@@ -63,8 +64,8 @@ def small_multiples_png(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
         ax.set_xlim(-0.5, 2 * n * gap + 3.5)
         ax.set_ylim(-0.2, 1.2)
         ax.axis("off")
-        ax.set_title(f"n = {n}: one state of {width} numbers carries {n} digits "
-                     f"({width / n:.2g} numbers per digit)", fontsize=9, loc="left")
+        ax.set_title(f"n = {n} digits, one state of {width}: {width / n:.2g} numbers per digit",
+                     fontsize=10, loc="left")
     fig.tight_layout()
     return figure_png(fig, dpi=90)
 

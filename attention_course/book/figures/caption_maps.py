@@ -2,7 +2,8 @@
 
 For a chosen word the figure shades the captioner's 6 x 6 grid over the image by that word's
 weights, outlines the fewest cells that hold half of them, and reads out the peak weight and that
-cell count. Shading is either relative to the word's own peak (each map as bright as possible, the
+cell count; in words, it says where the weight is centred and which cells are outlined (the
+picture's text equivalent). Shading is either relative to the word's own peak (each map as bright as possible, the
 way attention maps are usually shown) or on one absolute scale, so the reader can see how the
 usual display hides the difference between a tight and a diffuse map. The read-outs are computed
 in the browser; :func:`map_readouts` is the reference the browser test compares them with.
@@ -19,12 +20,33 @@ from attention_course.tasks.captioner import half_mass_cells
 from attention_course.book.figures.base import CourseFigure, figure_png
 
 
+ROWS, COLUMNS = ("top", "middle", "bottom"), ("left", "centre", "right")
+
+
+def map_region(weights) -> str:
+    """Where in the image a square map's weight is centred, in words: "top left", "middle
+    right", "centre" (its weighted mean cell, by thirds of the grid). The figure's text
+    equivalent says this beside the picture."""
+    w = np.asarray(weights, dtype=np.float64)
+    grid = int(round(w.size ** 0.5))
+    w = w.reshape(grid, grid) / w.sum()                    # (grid rows, grid columns)
+    at = np.arange(grid)
+
+    def third(mean: float) -> int:                         # 0, 1, 2: which third of the grid
+        return min(2, int(3 * (mean + 0.5) / grid))
+
+    row, column = ROWS[third(w.sum(1) @ at)], COLUMNS[third(w.sum(0) @ at)]
+    return "centre" if (row, column) == ("middle", "centre") else f"{row} {column}"
+
+
 def map_readouts(weights) -> dict:
-    """Peak weight, the cells (row-major ids, heaviest first) holding half the weight, and their count."""
+    """Peak weight, the cells (row-major ids, heaviest first) holding half the weight, their
+    count, and the region of the image the weight is centred on (:func:`map_region`)."""
     w = np.asarray(weights, dtype=np.float64).ravel()
     order = np.argsort(-w, kind="stable")                  # heaviest first, ties by lower id
     count = half_mass_cells(w)
-    return {"peak": float(w.max()), "half_cells": count, "cells": order[:count].tolist()}
+    return {"peak": float(w.max()), "half_cells": count, "cells": order[:count].tolist(),
+            "region": map_region(w)}
 
 
 def image_data_url(image: np.ndarray) -> str:

@@ -17,7 +17,9 @@ student edition's with the same function. Steps:
    pages the cache does not hold, several at a time (:func:`execute_pages`; ``COURSE_BOOK_JOBS``,
    default one per core plus one), into that cache;
 7. run ``jupyter-book build`` with warnings as errors: every page comes from the cache (a page
-   whose execution failed above is executed again there, and its error reported as usual).
+   whose execution failed above is executed again there, and its error reported as usual);
+8. print the built pages as one PDF, ``attention-and-transformers.pdf`` beside them
+   (:mod:`~attention_course_instructor.book.pdf`).
 
 Nothing is vendored into git and nothing is fetched from a CDN when a reader opens a page.
 """
@@ -407,7 +409,20 @@ def _build_book(strict: bool, output: Path, repository: str | None, toc: dict | 
         cmd += ["-W", "-n", "--keep-going"]
     html = output / "_build" / "html"
     run_jupyter_book(cmd, html=html)
+    print_the_pdf(html, generated / "_toc.yml" if toc is not None else ROOT / "_toc.yml")
     return html / "index.html"
+
+
+def print_the_pdf(html: Path, toc: Path) -> None:
+    """Step 8: the same pages as one PDF (:mod:`~attention_course_instructor.book.pdf`), which the
+    front page offers for download; in a process of its own, as Playwright's browser driver
+    cannot start inside a caller's (a test's) running one. Without Chromium (``make book``
+    installs it as root) the book is built without it, and says so."""
+    if shutil.which("chromium") is None:
+        print("! no PDF edition: chromium is not installed (apt-get install chromium)", flush=True)
+        return
+    run([sys.executable, "-m", "attention_course_instructor.book.pdf", "--html", str(html),
+         "--toc", str(toc)])
 
 
 def main(argv: list[str] | None = None) -> None:

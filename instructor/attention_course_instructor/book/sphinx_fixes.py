@@ -15,6 +15,11 @@ The theme's sidebar opens and closes each part of the book with a ``<summary>`` 
 icon, so a screen reader announced an unnamed control on every page (axe: ``summary-name``). Each
 now carries the name of the part it opens ("Pages of 12. Transformers in practice").
 
+One search box: the theme draws its search field in the sidebar, and the PyData theme under it
+adds a second in a header bar above the page (its ``navbar_persistent``, which sphinx-book-theme's
+empty default no longer clears); that bar is left out. Narrow screens keep the search button in
+the page's own header.
+
 Colab opens notebooks, not MyST Markdown: a chapter page's Colab button leads to the page's
 notebook twin, ``<page>.ipynb``, which the student edition writes beside each Markdown page
 (:func:`attention_course_instructor.book.edition.copy_sources`).
@@ -94,8 +99,13 @@ def _no_running_figure_numbers(app):
     app.config.numfig = False
 
 
+def _one_search_box(app, config):
+    config.html_theme_options = {**config.html_theme_options, "navbar_persistent": []}
+
+
 def setup(app):
     app.connect("builder-inited", _no_running_figure_numbers)
+    app.connect("config-inited", _one_search_box)
     app.connect("html-page-context", _dedupe_page_scripts, priority=100)   # before any that returns
     app.connect("html-page-context", _named_sidebar_toggles, priority=900)  # after the theme's
     app.connect("html-page-context", _colab_opens_the_notebook_twin, priority=900)

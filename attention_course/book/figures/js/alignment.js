@@ -1,7 +1,10 @@
 // Figure 8.2: the alignment matrix of the attention copy model; pick a row and read it.
 import * as common from "./common.js";
 
-const CELL = 9, LABEL = 14, BAR_H = 60;
+// 40 x 40 cells with a character label on each row and column: drawn at its own size (labels
+// 11 px), in a box that scrolls sideways where the screen is narrower (a two-dimensional
+// picture, which WCAG's reflow criterion exempts; the box is a Tab stop so keys can scroll it).
+const CELL = 12, LABEL = 18, BAR_H = 60, FONT = 11;
 
 // Mirrors attention_course.book.figures.alignment.alignment_readouts (ties: the first column).
 export function alignmentReadouts(weights, row) {
@@ -28,12 +31,18 @@ function render({ model, el }) {
                                  "aria-label": "the chosen row's weights over the input characters" });
   const reading = common.h("p", {});
   const totals = common.h("p", {});
-  root.append(common.h("div", { class: "controls" }, [row.wrap]), matrix,
-              common.h("p", {}, "The chosen row's weights over the input characters:"), bars, reading, totals);
+  for (const svg of [matrix, bars]) svg.setAttribute("style", `width: ${width}px; max-width: none`);
+  const scrolls = (svg, name) => common.h("div", { class: "scroll", tabindex: 0, role: "region",
+                                                   "aria-label": `${name}, scrolls sideways` }, svg);
+  root.append(common.h("div", { class: "controls" }, [row.wrap]), scrolls(matrix, "the alignment matrix"),
+              common.h("p", {}, "The chosen row's weights over the input characters:"),
+              scrolls(bars, "the chosen row's weights"), reading, totals);
+  common.describedBy(matrix, reading, totals);
+  common.describedBy(bars, reading);
   el.append(root);
 
   const text = (x, y, s, anchor = "middle") => {
-    const t = common.s("text", { x, y, "font-size": 8, "text-anchor": anchor });
+    const t = common.s("text", { x, y, "font-size": FONT, "text-anchor": anchor });
     t.textContent = s;
     return t;
   };
@@ -62,7 +71,7 @@ function render({ model, el }) {
     bars.replaceChildren(...weights()[t].flatMap((w, j) => [
       common.s("rect", { x: LABEL + j * CELL + 1, y: BAR_H * (1 - w), width: CELL - 2, height: BAR_H * w,
                          fill: j === r.argmax ? "#0072b2" : "#999" }),
-      text(LABEL + (j + 0.5) * CELL, BAR_H + 10, inputs[j]),
+      text(LABEL + (j + 0.5) * CELL, BAR_H + FONT + 2, inputs[j]),
     ]));
     const where = r.offset === 0 ? "on the diagonal" : `${r.offset} column${r.offset > 1 ? "s" : ""} off the diagonal`;
     reading.replaceChildren(

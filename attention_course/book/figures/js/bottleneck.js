@@ -38,6 +38,7 @@ function render({ model, el }) {
                                 "aria-label": "encoder states on top, decoder states below" });
   const reading = common.h("div", {});
   root.append(common.h("div", { class: "controls" }, [n.wrap, width.wrap, step.wrap]), svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   const text = (x, y, str, attrs = {}) => common.label(svg, x, y, str, attrs);

@@ -8,7 +8,27 @@ export function mapReadouts(weights) {
   const order = weights.map((w, i) => i).sort((a, b) => weights[b] - weights[a] || a - b);
   let total = 0, count = 0;
   while (count < order.length && total < 0.5 - 1e-12) total += weights[order[count++]];
-  return { peak: Math.max(...weights), halfCells: count, cells: order.slice(0, count) };
+  return { peak: Math.max(...weights), halfCells: count, cells: order.slice(0, count),
+           region: mapRegion(weights) };
+}
+
+// Mirrors attention_course.figures.caption_maps.map_region: where the weight is centred.
+export function mapRegion(weights) {
+  const grid = Math.round(Math.sqrt(weights.length));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let row = 0, column = 0;
+  weights.forEach((w, k) => { row += (w / total) * Math.floor(k / grid); column += (w / total) * (k % grid); });
+  const third = (mean) => Math.min(2, Math.floor((3 * (mean + 0.5)) / grid));
+  const where = [["top", "middle", "bottom"][third(row)], ["left", "centre", "right"][third(column)]];
+  return where.join(" ") === "middle centre" ? "centre" : where.join(" ");
+}
+
+// The outlined cells in words, heaviest first: "row 2, column 5; row 3, column 5 and 2 more".
+const LISTED = 4;
+function cellsInWords(cells, grid) {
+  const named = cells.slice(0, LISTED).map((k) => `row ${Math.floor(k / grid) + 1}, column ${(k % grid) + 1}`);
+  const more = cells.length - named.length;
+  return named.join("; ") + (more > 0 ? ` and ${more} more` : "");
 }
 
 function render({ model, el }) {
@@ -25,6 +45,7 @@ function render({ model, el }) {
                                 "aria-label": "the image with the word's attention over the grid" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [word.wrap, relative.wrap]), caption, svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   function draw() {
@@ -53,7 +74,11 @@ function render({ model, el }) {
       "Peak weight ", common.h("strong", { class: "num", "data-readout": "peak" }, common.fmt(r.peak)),
       "; cells holding half the attention (dashed): ",
       common.h("strong", { class: "num", "data-readout": "half-cells" }, String(r.halfCells)),
-      ` of ${grid * grid}. Shading: ${rel ? "relative to this word's peak" : "absolute, 0 to 1"}.`);
+      ` of ${grid * grid}. Shading: ${rel ? "relative to this word's peak" : "absolute, 0 to 1"}. `,
+      `The attention of "${words[i]}" is centred on the `,
+      common.h("strong", { "data-readout": "region" }, r.region),
+      ` of the image; the dashed cells, heaviest first (rows from the top, columns from the left): `,
+      common.h("span", { "data-readout": "cells" }, cellsInWords(r.cells, grid)), ".");
   }
 
   common.bindControls(model, { word_index: word, relative }, draw, ["weights"]);

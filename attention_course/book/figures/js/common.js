@@ -15,7 +15,9 @@ const COURSE_CSS = `
 .course-fig .controls { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 6px 0; }
 .course-fig .control { display: flex; align-items: center; gap: 6px; }
 .course-fig input[type=range] { width: 150px; }
-.course-fig input:focus-visible { outline: 3px solid #0072b2; outline-offset: 2px; }
+.course-fig input:focus-visible, .course-fig .scroll:focus-visible { outline: 3px solid #0072b2;
+  outline-offset: 2px; }
+.course-fig .scroll { overflow-x: auto; max-width: 100%; }
 .course-fig output, .course-fig .num { font-variant-numeric: tabular-nums; }
 .course-fig table { border-collapse: collapse; margin-top: 4px; }
 .course-fig td, .course-fig th { padding: 1px 8px; text-align: right; }
@@ -61,6 +63,13 @@ export function figureRoot(model, name) {
   const root = h("div", { class: `course-fig ${name}`, role: "figure", "aria-labelledby": id });
   root.append(h("p", { class: "course-fig-title", id }, model.get("title")));
   return root;
+}
+
+// A picture's text equivalent: `svg` (role "img", named by its aria-label) is described by the
+// read-out(s) that state in words what it shows, so a screen reader reads both.
+export function describedBy(svg, ...texts) {
+  const ids = texts.map((t) => t.id || (t.id = `course-fig-text-${UID}-${++uid}`));
+  svg.setAttribute("aria-describedby", ids.join(" "));
 }
 
 export function h(tag, attrs = {}, children = []) {

@@ -18,6 +18,7 @@ function render({ model, el }) {
                                 "aria-label": "numbers per symbol against input length, log scale" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [width.wrap, n.wrap]), svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   const x = (v) => L + (W - L - R) * (v - 1) / (maxN - 1);
@@ -27,7 +28,7 @@ function render({ model, el }) {
     const d = model.get("width"), len = model.get("n");
     const ratio = numbersPerSymbol(d, len);
     svg.replaceChildren();
-    common.axes(svg, { box: [L, T, W - R, H - B], size: 10, height: H, title: "input length n",
+    common.axes(svg, { box: [L, T, W - R, H - B], size: 11, height: H, title: "input length n",
                        yTicks: [1, 8, 64].map((v) => [y(v), String(v)]),
                        xTicks: [1, 16, 32, 48, 64].map((v) => [x(v), String(v)]) });
     let path = "";

@@ -39,6 +39,7 @@ function render({ model, el }) {
   const svg = common.s("svg", { viewBox: `0 0 ${SIDE} ${SIDE}`, role: "img", "aria-label": "rows: queries, columns: keys" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [kind, n.wrap, window_.wrap, dilation.wrap, globals.wrap]), svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   function draw() {

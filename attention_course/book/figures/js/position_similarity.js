@@ -11,6 +11,17 @@ export function pairSimilarity(C, position, gap) {
            mean: atGap.reduce((a, b) => a + b, 0) / atGap.length };
 }
 
+// The rest of the read-out: the range over every pair `gap` apart, or why there is none.
+function spread(r, gap, n) {
+  if (gap === n - 1) return [`, the only pair ${gap} apart.`];
+  if (common.fmt(r.min) === common.fmt(r.max)) {
+    return [`, as does every pair ${gap} apart: this code's product depends on the gap alone.`];
+  }
+  return [`; over every pair ${gap} apart it ranges from `,
+          common.h("strong", { class: "num", "data-readout": "low" }, common.fmt(r.min)), " to ",
+          common.h("strong", { class: "num", "data-readout": "high" }, common.fmt(r.max)), "."];
+}
+
 function render({ model, el }) {
   common.injectStyle();
   const codes = model.get("codes"), names = Object.keys(codes);
@@ -26,6 +37,7 @@ function render({ model, el }) {
   const svg = common.s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "dot product against gap" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [codeControl, gap.wrap, position.wrap]), svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   function draw() {
@@ -43,13 +55,10 @@ function render({ model, el }) {
                                       fill: "none", stroke: "#0072b2", "stroke-width": 2 }));
     const r = pairSimilarity(C, p, g);
     svg.append(common.s("circle", { cx: x(g), cy: y(r.dot), r: 5, fill: "#d55e00" }));
-    for (const v of [lo, hi]) common.label(svg, L - 4, y(v) + 4, v.toFixed(1), { "text-anchor": "end", "font-size": 10 });
+    for (const v of [lo, hi]) common.label(svg, L - 4, y(v) + 4, v.toFixed(1), { "text-anchor": "end", "font-size": 11 });
     common.label(svg, (W + L) / 2, H - 6, "gap between the positions (line: mean; band: range)");
     reading.replaceChildren(`${name}: positions ${p} and ${p + g} have dot product `,
-      common.h("strong", { class: "num", "data-readout": "dot" }, common.fmt(r.dot)),
-      `; over every pair ${g} apart it ranges from `,
-      common.h("strong", { class: "num", "data-readout": "low" }, common.fmt(r.min)), " to ",
-      common.h("strong", { class: "num", "data-readout": "high" }, common.fmt(r.max)), ".");
+      common.h("strong", { class: "num", "data-readout": "dot" }, common.fmt(r.dot)), ...spread(r, g, n));
     select.value = name;
     gap.show(g);
     position.input.max = String(n - 1 - g);

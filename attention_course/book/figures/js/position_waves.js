@@ -26,6 +26,7 @@ function render({ model, el }) {
                                 "aria-label": "position code image, and the chosen pair as a wave" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [d.wrap, pair.wrap, position.wrap]), svg, reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   function draw() {

@@ -38,6 +38,7 @@ function render({ model, el }) {
   const result = common.h("p", { "data-readout": "output" });
   root.append(common.h("div", { class: "controls" }, [angle.wrap, length.wrap, scaled.wrap]),
               svg, table, result);
+  common.describedBy(svg, table);
   el.append(root);
 
   function draw() {

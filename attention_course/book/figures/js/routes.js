@@ -19,6 +19,7 @@ function render({ model, el }) {
                                 "aria-label": "three routes from the first position to the last" });
   const table = common.h("table", { "aria-label": "steps on the shortest route" });
   root.append(common.h("div", { class: "controls" }, [distance.wrap, kernel.wrap]), svg, table);
+  common.describedBy(svg, table);
   el.append(root);
 
   function draw() {

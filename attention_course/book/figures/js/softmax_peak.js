@@ -24,6 +24,7 @@ function render({ model, el }) {
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [dk.wrap, scaled.wrap, average.wrap]), svg,
               reading);
+  common.describedBy(svg, reading);
   el.append(root);
 
   const x = (i) => L + (i * (W - L - R)) / (dks.length - 1);
