@@ -101,15 +101,16 @@ FIGURE_TEXT = """(figure) => {
 }"""
 # Each control of each figure moved through its states (a slider through up to STATES evenly
 # spaced values, a checkbox both ways, a list through its options), one control at a time, and
-# put back; in each state FIGURE_TEXT and the SVG-text contrast run, and axe runs over the figure.
-# The sweep runs once, at the desktop width in light mode: a figure is the same light card in
-# both modes, and at 320 px its text is checked as drawn (the controls change what it says, not
-# its size or colours, which the sweep checks at 1280 px).
+# put back; in each state FIGURE_TEXT and the SVG text's contrast and size are checked, at every
+# width and in both modes, and axe runs over the figure at the desktop width in light mode. (A
+# figure is the same light card in both modes, with colours of its own: axe's colour rules would
+# find in dark mode what they find in light; axe reads each page, figures as drawn, in all four.)
 STATES = 5
-SWEEP_AT = (1280, "light")
-SWEEP = """async ([only, states, figureText, contrast]) => {
+AXE_EVERY_STATE = {(1280, "light")}
+SWEEP = """async ([only, states, figureText, contrast, size, least]) => {
   const readable = new Function(`return (${figureText})`)();
   const textContrast = new Function(`return (${contrast})`)();
+  const textSize = new Function(`return (${size})`)();
   const settle = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
   const values = (c) => {
     if (c.type === "checkbox") return [!c.checked, c.checked];
@@ -137,8 +138,11 @@ SWEEP = """async ([only, states, figureText, contrast]) => {
         const where = `${title}, ${name} = ${value}`;
         found.push(...readable(figure).map((f) => `${where}: ${f}`));
         found.push(...textContrast().map((f) => `${where}: ${f}`));
-        const result = await axe.run(figure, { runOnly: only });
-        found.push(...result.violations.map((v) => `${where}: ${v.id} (${v.impact}) x ${v.nodes.length}`));
+        found.push(...textSize(least).map((f) => `${where}: ${f}`));
+        if (only) {
+          const result = await axe.run(figure, { runOnly: only });
+          found.push(...result.violations.map((v) => `${where}: ${v.id} (${v.impact}) x ${v.nodes.length}`));
+        }
       }
     }
   }
@@ -177,7 +181,10 @@ def figure_states(page, mode: str = "light") -> list[str]:
     """What the checks find in any state of any figure on the page (see SWEEP)."""
     if not page.locator(".course-fig").count():
         return []
-    return page.evaluate(SWEEP, [rules(mode), STATES, FIGURE_TEXT, SVG_TEXT_CONTRAST])
+    width = page.viewport_size["width"]
+    axe_rules = rules(mode) if (width, mode) in AXE_EVERY_STATE else None
+    return page.evaluate(SWEEP, [axe_rules, STATES, FIGURE_TEXT, SVG_TEXT_CONTRAST,
+                                 SVG_TEXT_SIZE, MIN_TEXT_PX[width]])
 
 
 def read_page(visit, url) -> dict:
@@ -194,9 +201,8 @@ def read_page(visit, url) -> dict:
             v.page.wait_for_timeout(RESIZE_SETTLES_MS)
         for mode in MODES:
             v.page.evaluate(SET_MODE, mode)
-            found[f"{width} px, {mode}"] = findings(v.page, mode)
-            if (width, mode) == SWEEP_AT:
-                found[f"{width} px, {mode}"]["figure states"] = figure_states(v.page, mode)
+            found[f"{width} px, {mode}"] = {**findings(v.page, mode),
+                                            "figure states": figure_states(v.page, mode)}
     return {where: {check: items for check, items in checks.items() if items}
             for where, checks in found.items() if any(checks.values())}
 

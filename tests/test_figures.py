@@ -119,6 +119,7 @@ def test_caption_maps_readouts_and_validation():
     grid[0, :3] = [0.3, 0.25, 0.05]
     grid[5, 5] = 0.4
     assert map_readouts(grid) == {"peak": 0.4, "half_cells": 2, "cells": [35, 0], "region": "centre"}
+    assert map_region(grid, [35]) == "bottom right" and map_region(grid, [0, 1]) == "top left"
     for (row, column), region in {(0, 5): "top right", (5, 0): "bottom left", (2, 0): "middle left",
                                   (0, 3): "top centre", (3, 3): "centre"}.items():
         one = np.zeros((6, 6))

@@ -23,12 +23,14 @@ from attention_course.book.figures.base import CourseFigure, figure_png
 ROWS, COLUMNS = ("top", "middle", "bottom"), ("left", "centre", "right")
 
 
-def map_region(weights) -> str:
+def map_region(weights, cells=None) -> str:
     """Where in the image a square map's weight is centred, in words: "top left", "middle
-    right", "centre" (its weighted mean cell, by thirds of the grid). The figure's text
-    equivalent says this beside the picture."""
-    w = np.asarray(weights, dtype=np.float64)
+    right", "centre" (the weighted mean cell, by thirds of the grid), counting only ``cells``
+    (row-major ids) when given: the figure's text equivalent says this of the outlined cells."""
+    w = np.asarray(weights, dtype=np.float64).ravel()
     grid = int(round(w.size ** 0.5))
+    if cells is not None:
+        w = np.where(np.isin(np.arange(w.size), cells), w, 0.0)
     w = w.reshape(grid, grid) / w.sum()                    # (grid rows, grid columns)
     at = np.arange(grid)
 
@@ -41,12 +43,13 @@ def map_region(weights) -> str:
 
 def map_readouts(weights) -> dict:
     """Peak weight, the cells (row-major ids, heaviest first) holding half the weight, their
-    count, and the region of the image the weight is centred on (:func:`map_region`)."""
+    count, and the region of the image those cells are centred on (:func:`map_region`)."""
     w = np.asarray(weights, dtype=np.float64).ravel()
     order = np.argsort(-w, kind="stable")                  # heaviest first, ties by lower id
     count = half_mass_cells(w)
-    return {"peak": float(w.max()), "half_cells": count, "cells": order[:count].tolist(),
-            "region": map_region(w)}
+    cells = order[:count].tolist()
+    return {"peak": float(w.max()), "half_cells": count, "cells": cells,
+            "region": map_region(w, cells)}
 
 
 def image_data_url(image: np.ndarray) -> str:

@@ -8,16 +8,19 @@ export function mapReadouts(weights) {
   const order = weights.map((w, i) => i).sort((a, b) => weights[b] - weights[a] || a - b);
   let total = 0, count = 0;
   while (count < order.length && total < 0.5 - 1e-12) total += weights[order[count++]];
-  return { peak: Math.max(...weights), halfCells: count, cells: order.slice(0, count),
-           region: mapRegion(weights) };
+  const cells = order.slice(0, count);
+  return { peak: Math.max(...weights), halfCells: count, cells, region: mapRegion(weights, cells) };
 }
 
-// Mirrors attention_course.figures.caption_maps.map_region: where the weight is centred.
-export function mapRegion(weights) {
+// Mirrors attention_course.figures.caption_maps.map_region: where the weight of `cells` is centred.
+export function mapRegion(weights, cells) {
   const grid = Math.round(Math.sqrt(weights.length));
-  const total = weights.reduce((a, b) => a + b, 0);
+  const total = cells.reduce((sum, k) => sum + weights[k], 0);
   let row = 0, column = 0;
-  weights.forEach((w, k) => { row += (w / total) * Math.floor(k / grid); column += (w / total) * (k % grid); });
+  for (const k of cells) {
+    row += (weights[k] / total) * Math.floor(k / grid);
+    column += (weights[k] / total) * (k % grid);
+  }
   const third = (mean) => Math.min(2, Math.floor((3 * (mean + 0.5)) / grid));
   const where = [["top", "middle", "bottom"][third(row)], ["left", "centre", "right"][third(column)]];
   return where.join(" ") === "middle centre" ? "centre" : where.join(" ");
@@ -75,9 +78,9 @@ function render({ model, el }) {
       "; cells holding half the attention (dashed): ",
       common.h("strong", { class: "num", "data-readout": "half-cells" }, String(r.halfCells)),
       ` of ${grid * grid}. Shading: ${rel ? "relative to this word's peak" : "absolute, 0 to 1"}. `,
-      `The attention of "${words[i]}" is centred on the `,
+      `The dashed cells of "${words[i]}" are centred on the `,
       common.h("strong", { "data-readout": "region" }, r.region),
-      ` of the image; the dashed cells, heaviest first (rows from the top, columns from the left): `,
+      ` of the image; heaviest first (rows from the top, columns from the left): `,
       common.h("span", { "data-readout": "cells" }, cellsInWords(r.cells, grid)), ".");
   }
 
