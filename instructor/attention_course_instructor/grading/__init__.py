@@ -14,7 +14,9 @@
 - :mod:`~attention_course_instructor.grading.exchange` -- nbgrader's exchange with forged submissions refused
   at collection (selected in the course's ``nbgrader_config.py``);
 - :mod:`~attention_course_instructor.grading.hardened` -- the hardened grader, by stage: assemble, probe,
-  run (kernel, sandbox), score, record.
+  run (kernel, sandbox), score, record;
+- :mod:`~attention_course_instructor.grading.similarity` -- a class's similarity report: every
+  submission's answers against the others' and the course's readable code (copydetect).
 
 Nothing here is a reference answer: references are the solutions in ``source/<lab>/``, read on
 the instructor's side.
