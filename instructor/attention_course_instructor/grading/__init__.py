@@ -16,7 +16,9 @@
 - :mod:`~attention_course_instructor.grading.hardened` -- the hardened grader, by stage: assemble, probe,
   run (kernel, sandbox), score, record;
 - :mod:`~attention_course_instructor.grading.similarity` -- a class's similarity report: every
-  submission's answers against the others' and the course's readable code (copydetect).
+  submission's answers against the others' and the course's readable code (copydetect);
+- :mod:`~attention_course_instructor.grading.lms_export` -- ``nbgrader export`` plugins writing the
+  gradebook CSV that Canvas and Moodle import.
 
 Nothing here is a reference answer: references are the solutions in ``source/<lab>/``, read on
 the instructor's side.
