@@ -75,3 +75,10 @@ c.Autograde.autograde_preprocessors = [
     ExposeLabChecks, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
     AssignLatePenalties, CheckCellMetadata,
 ]
+
+# Late work (attention_course_instructor/grading/late.py): each lab's due date is in the gradebook,
+# extensions are nbgrader's own records (or extensions.csv in the course folder); the penalty is
+# this plugin's, for nbgrader's autograde and the hardened grader alike: "none", "zero", or
+# "per_hour" (CourseLatePolicy.per_hour of the score per hour started, at most CourseLatePolicy.cap)
+c.AssignLatePenalties.plugin_class = "attention_course_instructor.grading.late.CourseLatePolicy"
+c.CourseLatePolicy.penalty_method = "none"

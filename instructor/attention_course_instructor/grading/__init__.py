@@ -18,7 +18,9 @@
 - :mod:`~attention_course_instructor.grading.similarity` -- a class's similarity report: every
   submission's answers against the others' and the course's readable code (copydetect);
 - :mod:`~attention_course_instructor.grading.lms_export` -- ``nbgrader export`` plugins writing the
-  gradebook CSV that Canvas and Moodle import.
+  gradebook CSV that Canvas and Moodle import;
+- :mod:`~attention_course_instructor.grading.late` -- due dates, extensions and the late policy
+  (nbgrader's ``LateSubmissionPlugin``), applied when the hardened grader records a lab.
 
 Nothing here is a reference answer: references are the solutions in ``source/<lab>/``, read on
 the instructor's side.

@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course.tables import markdown_table
+from attention_course_instructor.grading import late
 from attention_course_instructor.grading.hardened.assemble import read_submission
 from attention_course_instructor.grading.hardened.score import SubmissionGrade
 from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
@@ -44,7 +45,7 @@ def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> 
     write_gradebook(run, results, written)
     if feedback:
         write_feedback(run, results)
-    return write_report(run, results)
+    return write_report(run, results, late=written.late)
 
 
 def _fault(result: SubmissionGrade, step: str, exc: BaseException) -> None:
@@ -134,6 +135,7 @@ class Written:
     previous: dict = field(default_factory=dict)     # student -> {grade_id: answer} before this run
     unreadable: set = field(default_factory=set)     # students whose notebook could not be read
     notebooks: dict = field(default_factory=dict)    # student -> the autograded notebook written
+    late: list = field(default_factory=list)          # late.Late of each late submission recorded
 
 
 def write_autograded(run, results: list[SubmissionGrade]) -> Written:
@@ -181,6 +183,10 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
     from sqlalchemy.exc import SAWarning
 
     written = written or Written()
+    try:                                               # the course's late policy and extensions
+        policy, extensions = late.late_policy(late.course_config(run.root)), late.read_extensions(run.root)
+    except ValueError as exc:
+        raise SystemExit(f"{run.assignment}: nothing recorded: {exc}") from None
     with warnings.catch_warnings(), Gradebook(_db(run)) as gb:
         warnings.simplefilter("ignore", SAWarning)          # nbgrader's own add_submission
         try:
@@ -193,7 +199,11 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
                 continue                               # a grader fault is never a student's zero
             try:
                 _write_one_grade(run, gb, result, written)
+                gb.db.commit()                         # the scores first: the penalty reads them
+                found = late.apply(gb, run.assignment, result.student, policy, extensions)
                 gb.db.commit()
+                if found is not None:
+                    written.late.append(found)
             except Exception as exc:
                 gb.db.rollback()
                 _fault(result, "writing the gradebook", exc)
@@ -269,8 +279,10 @@ def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
             _fault(result, "making the feedback", exc)
 
 
-def write_report(course, results: list[SubmissionGrade], folder: Path | None = None) -> Path:
-    """``report.csv`` (one row per student and cell), ``report.json`` and ``report.md``."""
+def write_report(course, results: list[SubmissionGrade], folder: Path | None = None,
+                 late: list | None = None) -> Path:
+    """``report.csv`` (one row per student and cell), ``report.json`` and ``report.md``, which also
+    names every late submission and what it lost (``late``: :class:`late.Late` records)."""
     folder = folder or course.root / "reports" / course.assignment
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "report.csv", "w", newline="") as fh:
@@ -293,6 +305,14 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
              f"{len(results)} submissions, seed {course.seed}, sandbox "
              f"{'on' if course.use_sandbox else 'OFF'}.", "",
              markdown_table(["student", "auto score", "zeros and reasons", "flags"], map(row, results))]
+    if late:
+        lines += ["", f"## Late submissions ({len(late)})", "",
+                  "Late after any extension; the penalty is the course's late policy "
+                  "(`AssignLatePenalties.plugin_class` in nbgrader_config.py), already subtracted "
+                  "in formgrader, `nbgrader export` and the LMS exports.", "",
+                  markdown_table(["student", "hours late", "extension (hours)", "points deducted"],
+                                 [[x.student, f"{x.hours_late:g}", f"{x.extension_hours:g}",
+                                   f"{x.penalty:g}"] for x in late])]
     faults = [r for r in results if r.fault]
     if faults:
         lines += ["", f"## Grader faults ({len(faults)})", "",
