@@ -20,7 +20,9 @@
 - :mod:`~attention_course_instructor.grading.lms_export` -- ``nbgrader export`` plugins writing the
   gradebook CSV that Canvas and Moodle import;
 - :mod:`~attention_course_instructor.grading.late` -- due dates, extensions and the late policy
-  (nbgrader's ``LateSubmissionPlugin``), applied when the hardened grader records a lab.
+  (nbgrader's ``LateSubmissionPlugin``), applied when the hardened grader records a lab;
+- :mod:`~attention_course_instructor.grading.lti_ags` -- the labs' totals sent to the LMS gradebook
+  by LTI Advantage's Assignment and Grade Services.
 
 Nothing here is a reference answer: references are the solutions in ``source/<lab>/``, read on
 the instructor's side.

@@ -1,0 +1,172 @@
+"""A small LTI 1.3 platform for the tests: the LMS side of LTI Advantage's grade services.
+
+    python tests/lti_platform.py --port 0 --tool-key tool-public.pem --client-id course-tool
+
+Run by the tests as a process of its own on 127.0.0.1 (its first line of output is its address).
+It serves what an LMS serves a tool that sends grades back:
+
+- ``POST /token``: OAuth 2.0 client credentials with a JWT client assertion, checked against the
+  registered tool's public key, its client id and this endpoint as audience; answers a bearer
+  token for the requested AGS scopes;
+- ``GET /lineitems`` (``?resource_id=``) and ``POST /lineitems``: the course's line-item
+  container; ``PUT /lineitems/<n>``: change one;
+- ``POST /lineitems/<n>/scores``: a score, checked for AGS's required fields;
+- ``GET /received``: everything it accepted, for the test to read.
+
+Every AGS request needs the bearer token and AGS's media types; anything else is refused with the
+HTTP status an LMS would give and a message saying why.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import jwt
+
+SCOPE_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+SCOPE_LINE_ITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+SCORE_FIELDS = ("userId", "scoreGiven", "scoreMaximum", "activityProgress", "gradingProgress",
+                "timestamp")
+
+
+class Platform:
+    def __init__(self, tool_key: str, client_id: str):
+        self.tool_key, self.client_id = tool_key, client_id
+        self.tokens: dict[str, set] = {}
+        self.line_items: dict[str, dict] = {}
+        self.scores: list[dict] = []
+        self.used_assertions: set[str] = set()
+        self.lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    platform: Platform
+    base: str
+
+    def log_message(self, *args):                 # quiet: the test reads /received instead
+        pass
+
+    def _send(self, status: int, body, content_type: str = "application/json") -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refuse(self, status: int, why: str) -> None:
+        self._send(status, {"error": why})
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _scopes(self) -> set | None:
+        header = self.headers.get("Authorization", "")
+        return self.platform.tokens.get(header.removeprefix("Bearer ").strip()) \
+            if header.startswith("Bearer ") else None
+
+    # ---- OAuth 2.0 client credentials --------------------------------------------------------
+    def _token(self) -> None:
+        form = {k: v[0] for k, v in parse_qs(self._body().decode()).items()}
+        if form.get("grant_type") != "client_credentials" or form.get("client_assertion_type") != ASSERTION_TYPE:
+            return self._refuse(400, "unsupported_grant_type: client credentials with a JWT assertion expected")
+        try:
+            claims = jwt.decode(form.get("client_assertion", ""), self.platform.tool_key,
+                                algorithms=["RS256"], audience=f"{self.base}/token",
+                                issuer=self.platform.client_id,
+                                options={"require": ["exp", "iat", "jti", "sub"]})
+        except jwt.PyJWTError as error:
+            return self._refuse(401, f"invalid_client: {error}")
+        with self.platform.lock:
+            if claims["sub"] != self.platform.client_id or claims["jti"] in self.platform.used_assertions:
+                return self._refuse(401, "invalid_client: wrong subject or a reused assertion")
+            self.platform.used_assertions.add(claims["jti"])
+            token = secrets.token_urlsafe(24)
+            self.platform.tokens[token] = set(form.get("scope", "").split())
+        self._send(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                         "scope": form.get("scope", "")})
+
+    # ---- AGS -------------------------------------------------------------------------------------
+    def do_POST(self):
+        path = urlparse(self.path).path
+        if path == "/token":
+            return self._token()
+        scopes = self._scopes()
+        if scopes is None:
+            return self._refuse(401, "a bearer token from /token is required")
+        if path == "/lineitems":
+            if SCOPE_LINE_ITEM not in scopes:
+                return self._refuse(403, f"the token lacks {SCOPE_LINE_ITEM}")
+            if self.headers.get("Content-Type") != "application/vnd.ims.lis.v2.lineitem+json":
+                return self._refuse(415, "a line item must be sent as application/vnd.ims.lis.v2.lineitem+json")
+            item = json.loads(self._body())
+            if not isinstance(item.get("scoreMaximum"), (int, float)) or item["scoreMaximum"] <= 0 \
+                    or not item.get("label"):
+                return self._refuse(400, "a line item needs a label and a scoreMaximum > 0")
+            with self.platform.lock:
+                item["id"] = f"{self.base}/lineitems/{len(self.platform.line_items) + 1}"
+                self.platform.line_items[item["id"]] = item
+            return self._send(201, item, "application/vnd.ims.lis.v2.lineitem+json")
+        if path.startswith("/lineitems/") and path.endswith("/scores"):
+            if SCOPE_SCORE not in scopes:
+                return self._refuse(403, f"the token lacks {SCOPE_SCORE}")
+            item = f"{self.base}{path.removesuffix('/scores')}"
+            if item not in self.platform.line_items:
+                return self._refuse(404, f"no line item {item}")
+            if self.headers.get("Content-Type") != "application/vnd.ims.lis.v1.score+json":
+                return self._refuse(415, "a score must be sent as application/vnd.ims.lis.v1.score+json")
+            score = json.loads(self._body())
+            missing = [field for field in SCORE_FIELDS if field not in score]
+            if missing:
+                return self._refuse(400, f"a score needs {', '.join(missing)}")
+            with self.platform.lock:
+                self.platform.scores.append({**score, "lineItem": item})
+            return self._send(200, {})
+        self._refuse(404, f"nothing at {path}")
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        if url.path == "/received":
+            return self._send(200, {"line_items": list(self.platform.line_items.values()),
+                                    "scores": self.platform.scores})
+        if url.path != "/lineitems":
+            return self._refuse(404, f"nothing at {url.path}")
+        if self._scopes() is None:
+            return self._refuse(401, "a bearer token from /token is required")
+        wanted = parse_qs(url.query).get("resource_id", [None])[0]
+        items = [i for i in self.platform.line_items.values()
+                 if wanted is None or i.get("resourceId") == wanted]
+        self._send(200, items, "application/vnd.ims.lis.v2.lineitemcontainer+json")
+
+    def do_PUT(self):
+        item = f"{self.base}{urlparse(self.path).path}"
+        if self._scopes() is None:
+            return self._refuse(401, "a bearer token from /token is required")
+        if item not in self.platform.line_items:
+            return self._refuse(404, f"no line item {item}")
+        with self.platform.lock:
+            self.platform.line_items[item] = {**json.loads(self._body()), "id": item}
+        self._send(200, self.platform.line_items[item], "application/vnd.ims.lis.v2.lineitem+json")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tool-key", required=True, help="the tool's public key (PEM)")
+    parser.add_argument("--client-id", required=True)
+    args = parser.parse_args()
+    with open(args.tool_key) as handle:
+        platform = Platform(handle.read(), args.client_id)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    Handler.platform, Handler.base = platform, f"http://127.0.0.1:{server.server_address[1]}"
+    print(Handler.base, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
