@@ -7,6 +7,7 @@ the download link on the front page. A planted fault (a figure's caption lost) i
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def expected_text(html_root: Path, pages: list[str], figures: dict[str, str]) ->
         items = [h.get_text(" ", strip=True) for h in article.select("h1, h2")]
         items += [c.get_text(" ", strip=True) for c in article.select("figcaption")]
         for view in article.select(f'script[type="{pdf_edition.WIDGET_VIEW}"]'):
-            model = yaml.safe_load(view.string)["model_id"]
+            model = json.loads(view.string)["model_id"]
             image = BeautifulSoup(figures[model], "html.parser").find("img")
             items.append(image["alt"] if image is not None else "")
         wanted[page] = [item for item in items if item]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import html as html_lib
+import json
 import posixpath
 import re
 import sys
@@ -137,8 +138,7 @@ def join_pages(html_root: Path, pages: list[str], figures: dict[str, str], site:
     style = soup.new_tag("style")
     style.string = PRINT_CSS
     soup.head.append(style)
-    for sheet in ("_static/pygments.css",):
-        soup.head.append(soup.new_tag("link", rel="stylesheet", href=sheet))
+    soup.head.append(soup.new_tag("link", rel="stylesheet", href="_static/pygments.css"))  # code colours
     config = next((s for s in first.find_all("script") if s.string and "window.MathJax" in s.string),
                   None)
     mathjax = soup.new_tag("script")
@@ -179,7 +179,7 @@ def _section(soup, html_root: Path, page: str, known: set[str], figures: dict[st
     if article is None:
         raise ValueError(f"{page}: no <article> in the built page")
     for view in article.select(f'script[type="{WIDGET_VIEW}"]'):
-        model = yaml.safe_load(view.string or "{}").get("model_id", "")
+        model = json.loads(view.string or "{}").get("model_id", "")
         if model not in figures:
             raise KeyError(f"{page}: figure {model} has no static form in the execution cache; "
                            "rebuild the book")
