@@ -62,8 +62,10 @@ def free_ports(n: int = 3) -> int:
 class Hub:
     """One running hub and its roster. Use as a context manager."""
 
-    def __init__(self, instructors: list[str], students: list[str]):
-        self.instructors, self.students = instructors, students
+    def __init__(self, instructors: list[str], students: list[str], setup: bool = True):
+        """``setup``: make the roster's accounts and the exchange first (``course.py setup``);
+        without it (the LTI login's hub) accounts are made at first login."""
+        self.instructors, self.students, self.setup = instructors, students, setup
         self.password = secrets.token_urlsafe(12)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-hub-"))
         self.tmp.chmod(0o755)
@@ -81,8 +83,9 @@ class Hub:
     # --- life cycle --------------------------------------------------------------------------
     def __enter__(self):
         try:
-            subprocess.run([sys.executable, str(HUB / "course.py"), "setup", "--create-users"],
-                           env=self.env, check=True, capture_output=True, text=True)
+            if self.setup:
+                subprocess.run([sys.executable, str(HUB / "course.py"), "setup", "--create-users"],
+                               env=self.env, check=True, capture_output=True, text=True)
             self.log = open(self.tmp / "hub.log", "w")
             self.process = subprocess.Popen(
                 [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],

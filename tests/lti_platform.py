@@ -13,17 +13,30 @@ It serves what an LMS serves a tool that sends grades back:
 - ``POST /lineitems/<n>/scores``: a score, checked for AGS's required fields;
 - ``GET /received``: everything it accepted, for the test to read.
 
+and a course's launches into the tool (``--tool-url``, the hub), by LTI 1.3's OpenID Connect flow:
+
+- ``GET /launch?user=<sub>&role=<Instructor|TeachingAssistant|Learner>``: the third-party initiated
+  login, a redirect to the tool's ``/hub/lti13/oauth_login``; ``&fault=`` makes the launch that
+  follows wrong in one way (``expired``, ``wrong-key``, ``wrong-client``, ``wrong-deployment``,
+  ``no-roles``);
+- ``GET /auth``: the authorization endpoint the tool redirects to; it answers a page that posts a
+  signed ``id_token`` (RS256, this platform's key) and the tool's ``state`` back to the tool;
+- ``GET /jwks``: the platform's public key set;
+- ``GET /replay``: the last launch's page again, the same token and state (a replay).
+
 Every AGS request needs the bearer token and AGS's media types; anything else is refused with the
 HTTP status an LMS would give and a message saying why.
 """
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import secrets
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import jwt
 
@@ -34,9 +47,25 @@ SCORE_FIELDS = ("userId", "scoreGiven", "scoreMaximum", "activityProgress", "gra
                 "timestamp")
 
 
+DEPLOYMENT = "deployment-1"
+KEY_ID = "platform-1"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim"
+FAULTS = ("expired", "wrong-key", "wrong-client", "wrong-deployment", "no-roles")
+
+
+def rsa_key():
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 class Platform:
-    def __init__(self, tool_key: str, client_id: str):
-        self.tool_key, self.client_id = tool_key, client_id
+    def __init__(self, tool_key: str, client_id: str, tool_url: str = ""):
+        self.tool_key, self.client_id, self.tool_url = tool_key, client_id, tool_url.rstrip("/")
+        self.key, self.rogue_key = rsa_key(), rsa_key()      # its own, and one nobody registered
+        self.launches: dict[str, dict] = {}
+        self.last_page = b""
         self.tokens: dict[str, set] = {}
         self.line_items: dict[str, dict] = {}
         self.scores: list[dict] = []
@@ -129,8 +158,79 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, {})
         self._refuse(404, f"nothing at {path}")
 
+    # ---- LTI 1.3 launches ------------------------------------------------------------------
+    def _redirect(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _launch(self, query: dict) -> None:
+        hint = secrets.token_urlsafe(8)
+        self.platform.launches[hint] = {"user": query.get("user", "someone"),
+                                        "role": query.get("role", "Learner"), "fault": query.get("fault", "")}
+        params = {"iss": self.base, "login_hint": hint, "target_link_uri": f"{self.platform.tool_url}/hub/",
+                  "lti_message_hint": hint, "client_id": self.platform.client_id,
+                  "lti_deployment_id": DEPLOYMENT}
+        self._redirect(f"{self.platform.tool_url}/hub/lti13/oauth_login?{urlencode(params)}")
+
+    def _id_token(self, launch: dict, nonce: str) -> str:
+        now, fault = int(time.time()), launch["fault"]
+        claims = {"iss": self.base, "sub": launch["user"], "aud": self.platform.client_id,
+                  "azp": self.platform.client_id, "iat": now, "exp": now + 300, "nonce": nonce,
+                  "name": f"A person called {launch['user']}",
+                  f"{CLAIM}/message_type": "LtiResourceLinkRequest", f"{CLAIM}/version": "1.3.0",
+                  f"{CLAIM}/deployment_id": DEPLOYMENT,
+                  f"{CLAIM}/target_link_uri": f"{self.platform.tool_url}/hub/",
+                  f"{CLAIM}/resource_link": {"id": "course-hub-link"},
+                  f"{CLAIM}/roles": [f"{MEMBERSHIP}#{launch['role']}"],
+                  f"{CLAIM}/context": {"id": "course-1", "label": "AT101", "title": "Attention"}}
+        if fault == "expired":
+            claims["exp"] = now - 3600
+        elif fault == "wrong-client":
+            claims["aud"] = claims["azp"] = "another-tool"
+        elif fault == "wrong-deployment":
+            claims[f"{CLAIM}/deployment_id"] = "deployment-of-another-course"
+        elif fault == "no-roles":
+            del claims[f"{CLAIM}/roles"]
+        key = self.platform.rogue_key if fault == "wrong-key" else self.platform.key
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": KEY_ID})
+
+    def _authorize(self, query: dict) -> None:
+        launch = self.platform.launches.get(query.get("lti_message_hint") or query.get("login_hint", ""))
+        if launch is None or query.get("client_id") != self.platform.client_id:
+            return self._refuse(400, "unknown launch or client")
+        token = self._id_token(launch, query.get("nonce", ""))
+        page = ("<!DOCTYPE html><html lang='en'><title>Launching</title><body>"
+                f"<form method='post' action='{html.escape(query['redirect_uri'])}'>"
+                f"<input type='hidden' name='id_token' value='{token}'>"
+                f"<input type='hidden' name='state' value='{html.escape(query.get('state', ''))}'>"
+                "<button>Continue</button></form><script>document.forms[0].submit()</script>")
+        self.platform.last_page = page.encode()
+        self._send_page(self.platform.last_page)
+
+    def _send_page(self, page: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def _jwks(self) -> None:
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.platform.key.public_key()))
+        self._send(200, {"keys": [{**jwk, "kid": KEY_ID, "alg": "RS256", "use": "sig"}]})
+
     def do_GET(self):
         url = urlparse(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path == "/launch":
+            return self._launch(query)
+        if url.path == "/auth":
+            return self._authorize(query)
+        if url.path == "/jwks":
+            return self._jwks()
+        if url.path == "/replay":
+            return self._send_page(self.platform.last_page)
         if url.path == "/received":
             return self._send(200, {"line_items": list(self.platform.line_items.values()),
                                     "scores": self.platform.scores})
@@ -159,9 +259,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tool-key", required=True, help="the tool's public key (PEM)")
     parser.add_argument("--client-id", required=True)
+    parser.add_argument("--tool-url", default="", help="the tool's address (the hub), for launches")
     args = parser.parse_args()
     with open(args.tool_key) as handle:
-        platform = Platform(handle.read(), args.client_id)
+        platform = Platform(handle.read(), args.client_id, args.tool_url)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     Handler.platform, Handler.base = platform, f"http://127.0.0.1:{server.server_address[1]}"
     print(Handler.base, flush=True)

@@ -12,6 +12,7 @@ file:
     COURSE_HUB_IP / _PORT  where the proxy listens              (127.0.0.1 / 8000)
     COURSE_HUB_AUTH        pam (system passwords; production) | shared-password (trying it out,
                            tests: COURSE_HUB_PASSWORD) | native (jupyterhub-nativeauthenticator)
+                           | lti13 (from the LMS: COURSE_LTI_PLATFORM, see lti13_login.py)
 
 Instructors (group ``formgrade-<course>``) get formgrader and create-assignment; students (group
 ``nbgrader-<course>``) get only the Assignments tab and validation. Which one a server is decides
@@ -62,15 +63,36 @@ elif AUTH == "shared-password":         # one password for everyone on the roste
 elif AUTH == "native":                  # sign-up with passwords kept by the hub (pip install
     c.JupyterHub.authenticator_class = "native"   # jupyterhub-nativeauthenticator)
     c.NativeAuthenticator.open_signup = False
+elif AUTH == "lti13":                   # launches from the LMS (lti13_login.py): whoever the LMS
+    import sys                          # sends with a course role; groups from the LTI roles
+
+    sys.path.insert(0, str(HERE))
+    from lti13_login import CourseLTI13Authenticator, platform_settings
+
+    platform = platform_settings(Path(os.environ["COURSE_LTI_PLATFORM"]))
+    c.JupyterHub.authenticator_class = CourseLTI13Authenticator
+    c.CourseLTI13Authenticator.issuer = platform["issuer"]
+    c.CourseLTI13Authenticator.client_id = {platform["client_id"]}
+    c.CourseLTI13Authenticator.deployment_id = platform["deployment_id"]
+    c.CourseLTI13Authenticator.authorize_url = platform["authorize_url"]
+    c.CourseLTI13Authenticator.jwks_endpoint = platform["jwks_endpoint"]
+    c.CourseLTI13Authenticator.instructors_group = INSTRUCTORS_GROUP
+    c.CourseLTI13Authenticator.students_group = STUDENTS_GROUP
+    c.CourseLTI13Authenticator.manage_groups = True
+    c.CourseLTI13Authenticator.allow_all = True
+    c.CourseLTI13Authenticator.create_system_users = True
+    c.CourseLTI13Authenticator.add_user_cmd = ["useradd", "--create-home", "--shell", "/bin/bash",
+                                               "--comment", "attention-course hub account"]
 else:
-    raise ValueError(f"COURSE_HUB_AUTH must be pam, shared-password or native, not {AUTH!r}")
-c.Authenticator.allowed_users = set(instructors + students)
+    raise ValueError(f"COURSE_HUB_AUTH must be pam, shared-password, native or lti13, not {AUTH!r}")
+if AUTH != "lti13":                     # the roster decides who may log in, and each one's group
+    c.Authenticator.allowed_users = set(instructors + students)
+    c.JupyterHub.load_groups = {
+        INSTRUCTORS_GROUP: {"users": instructors},
+        STUDENTS_GROUP: {"users": students},
+    }
 # nobody is a hub admin by default: an admin could open every student's server, and nbgrader needs
 # no admin rights (give the machine's operator admin_users in a config of their own)
-c.JupyterHub.load_groups = {
-    INSTRUCTORS_GROUP: {"users": instructors},
-    STUDENTS_GROUP: {"users": students},
-}
 c.JupyterHub.load_roles = [
     # instructors may open each other's servers (co-teaching, grading together)
     {"name": "course-instructors", "groups": [INSTRUCTORS_GROUP],
