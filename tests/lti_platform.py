@@ -178,7 +178,8 @@ class Handler(BaseHTTPRequestHandler):
         now, fault = int(time.time()), launch["fault"]
         claims = {"iss": self.base, "sub": launch["user"], "aud": self.platform.client_id,
                   "azp": self.platform.client_id, "iat": now, "exp": now + 300, "nonce": nonce,
-                  "name": f"A person called {launch['user']}",
+                  "name": f"A person called {launch['user']}", "given_name": launch["user"].title(),
+                  "family_name": "Tester", "email": f"{launch['user']}@example.edu",
                   f"{CLAIM}/message_type": "LtiResourceLinkRequest", f"{CLAIM}/version": "1.3.0",
                   f"{CLAIM}/deployment_id": DEPLOYMENT,
                   f"{CLAIM}/target_link_uri": f"{self.platform.tool_url}/hub/",

@@ -9,6 +9,7 @@ make no account. Every account and process made here is removed.
 """
 from __future__ import annotations
 
+import csv
 import json
 import pwd
 import re
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import hub_helpers
+from attention_course_instructor.grading.nbgrader_cli import run_nbgrader
 from test_lti_grade_passback import key_pair
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -91,7 +93,7 @@ def disabled(page) -> set[str]:
 FORMGRADER = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"}
 
 
-def test_each_person_lands_in_their_own_server_with_their_roles_tools(lti_hub, browser):
+def test_each_person_lands_in_their_own_server_with_their_roles_tools(lti_hub, browser, tmp_path):
     hub, base, names = lti_hub
     assert not any(account_exists(names[who]) for who in PEOPLE), "accounts existed before launch"
     for who, (sub, role) in PEOPLE.items():
@@ -108,6 +110,15 @@ def test_each_person_lands_in_their_own_server_with_their_roles_tools(lti_hub, b
                 assert page.goto(f"{hub.url}/user/{names[who]}/formgrader").status == 404
         finally:
             context.close()
+    # every launch updated the hub's class list, which nbgrader imports as it stands
+    roster = hub.tmp / "state" / "lms-roster.csv"
+    rows = {r["id"]: r for r in csv.DictReader(roster.open())}
+    assert {names[who]: rows[names[who]]["lms_user_id"] for who in PEOPLE} == \
+        {names[who]: sub for who, (sub, _) in PEOPLE.items()}
+    assert oct(roster.stat().st_mode & 0o777) == "0o640"
+    run_nbgrader(tmp_path, "db", "student", "import", str(roster))
+    listed = run_nbgrader(tmp_path, "db", "student", "list").stdout
+    assert all(sub in listed for sub, _ in PEOPLE.values()), listed
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

@@ -12,7 +12,8 @@ file:
     COURSE_HUB_IP / _PORT  where the proxy listens              (127.0.0.1 / 8000)
     COURSE_HUB_AUTH        pam (system passwords; production) | shared-password (trying it out,
                            tests: COURSE_HUB_PASSWORD) | native (jupyterhub-nativeauthenticator)
-                           | lti13 (from the LMS: COURSE_LTI_PLATFORM, see lti13_login.py)
+                           | lti13 (from the LMS: COURSE_LTI_PLATFORM, see lti13_login.py;
+                           COURSE_LTI_ROSTER: the class list it keeps, <state>/lms-roster.csv)
 
 Instructors (group ``formgrade-<course>``) get formgrader and create-assignment; students (group
 ``nbgrader-<course>``) get only the Assignments tab and validation. Which one a server is decides
@@ -78,6 +79,8 @@ elif AUTH == "lti13":                   # launches from the LMS (lti13_login.py)
     c.CourseLTI13Authenticator.jwks_endpoint = platform["jwks_endpoint"]
     c.CourseLTI13Authenticator.instructors_group = INSTRUCTORS_GROUP
     c.CourseLTI13Authenticator.students_group = STUDENTS_GROUP
+    # who has launched, for `nbgrader db student import` (the LMS's ids for the grade passback)
+    c.CourseLTI13Authenticator.roster_file = os.environ.get("COURSE_LTI_ROSTER", str(STATE / "lms-roster.csv"))
     c.CourseLTI13Authenticator.manage_groups = True
     c.CourseLTI13Authenticator.allow_all = True
     c.CourseLTI13Authenticator.create_system_users = True

@@ -19,12 +19,19 @@ the nonce are checked by ``jupyterhub-ltiauthenticator``; this module adds what 
   an e-mail address a person can change or choose. The LMS's own id stays in the hub's
   ``auth_state`` and is what the LMS exports name the student by;
 - **a system account on first launch** (``LocalAuthenticator.create_system_users``), with a
-  private home, as ``course.py`` makes them.
+  private home, as ``course.py`` makes them;
+- **the class list the LMS gave**: every launch updates ``roster_file``, a CSV in the columns of
+  ``nbgrader db student import`` (``id``, ``first_name``, ``last_name``, ``email``,
+  ``lms_user_id``: the LTI ``sub``, which the grade passback names each student by).
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
+import os
+import tempfile
+import threading
 from pathlib import Path
 
 from jupyterhub.auth import LocalAuthenticator
@@ -39,6 +46,8 @@ TEACHING = {f"{MEMBERSHIP}#Instructor", f"{MEMBERSHIP}/Instructor#TeachingAssist
             f"{MEMBERSHIP}#TeachingAssistant"}
 LEARNING = {f"{MEMBERSHIP}#Learner", f"{MEMBERSHIP}/Learner#Learner"}
 LOGIN_KEYS = ("issuer", "client_id", "deployment_id", "authorize_url", "jwks_endpoint")
+ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")
+_roster_lock = threading.Lock()
 
 
 def platform_settings(path: Path) -> dict:
@@ -68,12 +77,35 @@ def course_role(roles) -> str:
                      "Instructor, TeachingAssistant or Learner of the course")
 
 
+def record_person(roster: Path, name: str, claims: dict) -> None:
+    """Add or update ``name``'s row of the roster CSV from a launch's claims (written whole, then
+    renamed into place: a reader never sees half a file; readable by its owner and group only)."""
+    row = {"id": name, "first_name": claims.get("given_name", ""),
+           "last_name": claims.get("family_name", ""), "email": claims.get("email", ""),
+           "lms_user_id": claims["sub"]}
+    with _roster_lock:
+        rows = {}
+        if roster.exists():
+            with open(roster, newline="") as handle:
+                rows = {r["id"]: r for r in csv.DictReader(handle)}
+        rows[name] = row
+        roster.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile("w", newline="", dir=roster.parent, delete=False)
+        with handle:
+            writer = csv.DictWriter(handle, fieldnames=ROSTER_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows[key] for key in sorted(rows))
+        os.chmod(handle.name, 0o640)
+        os.replace(handle.name, roster)
+
+
 class CourseLTI13Authenticator(LTI13Authenticator, LocalAuthenticator):
     """LTI 1.3 launches from one deployment, roles as groups, an account made on first launch."""
 
     deployment_id = Unicode(config=True, help="the tool's deployment id in the LMS")
     instructors_group = Unicode("formgrade", config=True)
     students_group = Unicode("nbgrader", config=True)
+    roster_file = Unicode("", config=True, help="the CSV every launch updates (see the module)")
 
     async def authenticate(self, handler, data=None):
         data = data or {}
@@ -84,5 +116,7 @@ class CourseLTI13Authenticator(LTI13Authenticator, LocalAuthenticator):
             raise LoginError("an anonymous launch (no 'sub' claim) cannot open a course server")
         role = course_role(data.get(ROLES))
         group = self.instructors_group if role == "instructor" else self.students_group
-        return {"name": username_for(data["iss"], data["sub"]), "groups": [group],
-                "auth_state": data}
+        name = username_for(data["iss"], data["sub"])
+        if self.roster_file:
+            record_person(Path(self.roster_file), name, data)
+        return {"name": name, "groups": [group], "auth_state": data}
