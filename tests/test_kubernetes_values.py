@@ -40,6 +40,13 @@ def test_values_name_the_course_exchange_and_culling():
     compile(v["hub"]["extraConfig"]["20-course"], "20-course", "exec")
 
 
+def test_the_image_is_the_course_version():
+    from attention_course import __version__
+
+    assert values()["singleuser"]["image"]["tag"] == __version__
+    assert f"attention-course:{__version__} ." in (KUBE / "Dockerfile").read_text()
+
+
 def test_roster_values_give_each_account_its_own_uid_and_name():
     roster = {"instructors": ["ada"], "students": ["bo", "cy"]}
     out = yaml.safe_load(yaml.safe_dump(roster_values.roster_values(roster)))
