@@ -76,3 +76,21 @@ def test_the_guide_shows_the_computed_table(built_book):
     for row in sizing.capacity(sizing.measured()):
         assert [str(row["class"]), str(row["students_per_node"]), str(row["nodes"])] in [
             cells[i:i + 3] for i in range(0, len(cells), 3)]
+
+
+def test_a_server_for_someone_off_the_roster_is_refused_with_the_reason():
+    """On Kubernetes an account's uid comes from the roster; an LTI launch by someone not on it
+    must not start a server under another uid."""
+    from types import SimpleNamespace
+
+    from traitlets.config import Config
+
+    scope = {"c": Config(), "ROSTER_UIDS": {"ada": 20000}, "INSTRUCTORS": ["ada"], "STUDENTS": []}
+    exec(values()["hub"]["extraConfig"]["20-course"], scope)
+    hook = scope["c"].KubeSpawner.pre_spawn_hook
+    spawner = SimpleNamespace(user=SimpleNamespace(name="lti-0123456789abcdef"), environment={})
+    with pytest.raises(ValueError, match="lti-0123456789abcdef is not on the course roster"):
+        hook(spawner)
+    ada = SimpleNamespace(user=SimpleNamespace(name="ada"), environment={})
+    hook(ada)
+    assert ada.uid == 20000 and ada.environment["PYTHONPATH"] == "/opt/attention-course/instructor"
