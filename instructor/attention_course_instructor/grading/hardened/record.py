@@ -45,7 +45,7 @@ def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> 
     write_gradebook(run, results, written)
     if feedback:
         write_feedback(run, results)
-    return write_report(run, results, late=written.late)
+    return write_report(run, results, late_work=written.late)
 
 
 def _fault(result: SubmissionGrade, step: str, exc: BaseException) -> None:
@@ -199,7 +199,8 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
                 continue                               # a grader fault is never a student's zero
             try:
                 _write_one_grade(run, gb, result, written)
-                gb.db.commit()                         # the scores first: the penalty reads them
+                gb.db.flush()                          # the penalty reads the scores just set:
+                gb.db.expire_all()                     # reload them (one commit: all or nothing)
                 found = late.apply(gb, run.assignment, result.student, policy, extensions)
                 gb.db.commit()
                 if found is not None:
@@ -280,9 +281,9 @@ def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
 
 
 def write_report(course, results: list[SubmissionGrade], folder: Path | None = None,
-                 late: list | None = None) -> Path:
+                 late_work: list | None = None) -> Path:
     """``report.csv`` (one row per student and cell), ``report.json`` and ``report.md``, which also
-    names every late submission and what it lost (``late``: :class:`late.Late` records)."""
+    names every late submission and what it lost (``late_work``: :class:`late.Late` records)."""
     folder = folder or course.root / "reports" / course.assignment
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "report.csv", "w", newline="") as fh:
@@ -305,14 +306,14 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
              f"{len(results)} submissions, seed {course.seed}, sandbox "
              f"{'on' if course.use_sandbox else 'OFF'}.", "",
              markdown_table(["student", "auto score", "zeros and reasons", "flags"], map(row, results))]
-    if late:
-        lines += ["", f"## Late submissions ({len(late)})", "",
+    if late_work:
+        lines += ["", f"## Late submissions ({len(late_work)})", "",
                   "Late after any extension; the penalty is the course's late policy "
-                  "(`AssignLatePenalties.plugin_class` in nbgrader_config.py), already subtracted "
-                  "in formgrader, `nbgrader export` and the LMS exports.", "",
+                  "(`AssignLatePenalties.plugin_class` in nbgrader_config.py). `nbgrader export` "
+                  "and the LMS exports subtract it; formgrader shows the score before it.", "",
                   markdown_table(["student", "hours late", "extension (hours)", "points deducted"],
                                  [[x.student, f"{x.hours_late:g}", f"{x.extension_hours:g}",
-                                   f"{x.penalty:g}"] for x in late])]
+                                   f"{x.penalty:g}"] for x in late_work])]
     faults = [r for r in results if r.fault]
     if faults:
         lines += ["", f"## Grader faults ({len(faults)})", "",
