@@ -202,3 +202,13 @@ class Hub:
 
     def role(self, name: str) -> str:
         return "instructor" if name in self.instructors else "student"
+
+
+# the front-end extensions only instructors' servers load
+FORMGRADER = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"}
+
+
+def disabled_extensions(page) -> set[str]:
+    """The front-end extensions a user's server told this (Playwright) page not to load."""
+    config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+    return set(config.get("disabledExtensions") or [])

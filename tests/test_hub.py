@@ -260,10 +260,6 @@ def browser_login(browser, hub, name):
     return context, page
 
 
-def disabled(page) -> set[str]:
-    """The front-end extensions the server told this page not to load."""
-    config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
-    return set(config.get("disabledExtensions") or [])
 
 
 @pytest.mark.browser
@@ -279,7 +275,7 @@ def test_in_the_browser_each_role_sees_its_own_tools(course, graded, browser):
         items = menu.inner_text()
         assert "Assignment List" in items
         assert "Formgrader" not in items and "Create Assignment" not in items
-        assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= disabled(page)
+        assert hub_helpers.FORMGRADER <= hub_helpers.disabled_extensions(page)
         menu.get_by_text("Assignment List").click()
         page.wait_for_timeout(4000)
         page.screenshot(path=str(shots / "hub-student-assignments.png"), full_page=True)
@@ -293,7 +289,7 @@ def test_in_the_browser_each_role_sees_its_own_tools(course, graded, browser):
         page.goto(f"{course.url}/user/{n['instructor']}/tree", wait_until="networkidle")
         page.get_by_text("Nbgrader", exact=True).first.click()
         assert "Formgrader" in page.locator(".lm-Menu").first.inner_text()
-        assert not disabled(page) & {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"}
+        assert not hub_helpers.disabled_extensions(page) & hub_helpers.FORMGRADER
         page.goto(f"{course.url}/user/{n['instructor']}/formgrader", wait_until="networkidle")
         page.wait_for_timeout(2000)
         page.screenshot(path=str(shots / "hub-instructor-formgrader.png"), full_page=True)

@@ -85,12 +85,6 @@ def launch(browser, base: str, user: str, role: str, fault: str = ""):
     return context, page
 
 
-def disabled(page) -> set[str]:
-    config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
-    return set(config.get("disabledExtensions") or [])
-
-
-FORMGRADER = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"}
 
 
 def test_each_person_lands_in_their_own_server_with_their_roles_tools(lti_hub, browser, tmp_path):
@@ -103,10 +97,10 @@ def test_each_person_lands_in_their_own_server_with_their_roles_tools(lti_hub, b
             page.wait_for_load_state("networkidle")
             assert account_exists(names[who])                        # made on this first launch
             if who == "instructor":
-                assert not disabled(page) & FORMGRADER
+                assert not hub_helpers.disabled_extensions(page) & hub_helpers.FORMGRADER
                 assert page.goto(f"{hub.url}/user/{names[who]}/formgrader").status == 200
             else:
-                assert FORMGRADER <= disabled(page)
+                assert hub_helpers.FORMGRADER <= hub_helpers.disabled_extensions(page)
                 assert page.goto(f"{hub.url}/user/{names[who]}/formgrader").status == 404
         finally:
             context.close()
