@@ -133,7 +133,14 @@ def report(tmp_path_factory):
                                 + "\n\nscaled_dot_product = lambda q, k, v, mask=None: "
                                   "attention(q, k, v, mask)[0]\n"})
     out = course / "reports" / "lab12"
-    return similarity.compare(course, "lab12", out), out
+    import matplotlib.pyplot as plt
+
+    left_open = plt.figure(layout="constrained")        # as an earlier test in the worker may leave
+    try:
+        return similarity.compare(course, "lab12", out), out
+    finally:
+        assert plt.fignum_exists(left_open.number)      # the caller's figure is left as it was
+        plt.close(left_open)
 
 
 def test_a_disguised_copy_is_found_with_its_source(report):

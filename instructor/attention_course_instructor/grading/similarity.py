@@ -131,7 +131,7 @@ def compare(course: Path, lab: str, out: Path, threshold: float = THRESHOLD,
         detector.run()
         matches = _listed(detector, origin, threshold)
         if matches:
-            detector.generate_html_report()
+            _report_on_own_figures(detector)
         else:
             (out / "similarity.html").write_text(
                 f"<!DOCTYPE html><title>{lab}: similarity</title><p>No pair of {lab}'s "
@@ -139,6 +139,22 @@ def compare(course: Path, lab: str, out: Path, threshold: float = THRESHOLD,
                 f"{threshold:.0%}.</p>")
     _write_csv(out / "similarity.csv", matches)
     return matches
+
+
+def _report_on_own_figures(detector) -> None:
+    """copydetect's HTML report draws with pyplot's current figure: set the caller's open figures
+    aside while it runs (one made with another layout engine makes its colorbar fail), then put
+    them back."""
+    import matplotlib.pyplot as plt
+    from matplotlib._pylab_helpers import Gcf
+
+    theirs = dict(Gcf.figs)
+    Gcf.figs.clear()
+    try:
+        detector.generate_html_report()
+    finally:
+        plt.close("all")
+        Gcf.figs.update(theirs)
 
 
 def _listed(detector, origin: dict, threshold: float) -> list[Match]:
