@@ -4,4 +4,4 @@ Both wheels take it (the instructor package reads this same file through a link)
 release`` stamps it into each lab's install cell, and the student edition keeps every released
 wheel under it. Bump it when a term's students should get new code; say why in CHANGELOG.md.
 """
-__version__ = "0.5.0"
+__version__ = "0.6.0"

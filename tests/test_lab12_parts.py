@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
-from attention_course.data.python_docs import load_topics, split_topics
+from attention_course.data.python_docs import CORPUS, MADE_WITH, SHINGLE, load_topics, split_topics
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.tasks.fitting import fit
-from attention_course.tasks.ngram_baselines import UNSEEN_FLOOR, KneserNey
+from attention_course.tasks.ngram_baselines import (UNSEEN_FLOOR, KneserNey, best_kneser_ney, run_hashes,
+                                                    substring_hashes, symbol_codes)
 
 BYTE_LEVEL_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
                         *range(ord("®"), ord("ÿ") + 1)]
@@ -29,13 +31,57 @@ def ref():
 def test_the_splits_are_whole_topics_with_no_shared_paragraph(splits):
     names = [set(part.names) for part in splits.values()]
     assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2])
-    assert set().union(*names) == set(load_topics())
+    assert set().union(*names) <= set(load_topics()) and names[0]
     paragraphs = {s: {p.strip() for p in part.text.split("\n\n") if p.strip()} for s, part in splits.items()}
     assert not paragraphs["train"] & (paragraphs["val"] | paragraphs["test"])
     sizes = {s: len(part) for s, part in splits.items()}
     total = sum(sizes.values())
-    assert 0.7 < sizes["train"] / total < 0.85 and min(sizes["val"], sizes["test"]) > 0.07 * total
+    assert 0.75 < sizes["train"] / total < 0.85
     assert split_topics() == splits                                   # deterministic
+
+
+def test_no_run_of_held_out_text_is_in_the_training_text(splits):
+    """Checked with Python's own strings, not the hashes the split uses."""
+    train = splits["train"].text
+    for name in ("val", "test"):
+        text = splits[name].text
+        runs = {text[i:i + SHINGLE] for i in range(len(text) - SHINGLE + 1)}
+        shared = next((train[i:i + SHINGLE] for i in range(len(train) - SHINGLE + 1)
+                       if train[i:i + SHINGLE] in runs), None)
+        assert shared is None, f"{name} shares {shared!r} with the training text"
+
+
+def test_each_held_out_split_is_large_and_spans_many_topics(splits):
+    topics = load_topics()
+    for name in ("val", "test"):
+        part = splits[name]
+        assert len(part) >= 100_000 and len(part.names) >= 20, (name, len(part), len(part.names))
+        kinds = {topic.split(":")[0] for topic in part.names}
+        assert kinds == {"help", "module"}, (name, kinds)
+        largest = max(part.names, key=lambda topic: len(topics[topic]))
+        assert len(topics[largest]) <= 0.2 * len(part), (name, largest, len(topics[largest]))
+
+
+def test_a_leak_planted_in_a_held_out_topic_is_dropped_from_it(splits):
+    topics = load_topics()
+    held_out, trained = splits["test"].names[0], splits["train"].names[0]
+    source = next(p for p in topics[trained].split("\n\n") if len(p) > 2 * SHINGLE)
+    copied = "A new start, then " + source[:SHINGLE + 20] + " and more words after it."
+    planted = split_topics(topics | {held_out: topics[held_out] + "\n\n" + copied + "\n"})
+    assert copied not in planted["test"].text and planted["test"].text == splits["test"].text
+
+
+def test_the_shipped_text_is_what_this_python_writes(tmp_path, monkeypatch):
+    """The builder is deterministic: on the Python release that made the file, the same bytes."""
+    import platform
+
+    from attention_course_instructor import lab12_text
+
+    if platform.python_version() != MADE_WITH:
+        pytest.skip(f"the text was made with Python {MADE_WITH}, this is {platform.python_version()}")
+    monkeypatch.setattr(lab12_text, "CORPUS", tmp_path / "python_docs.json.gz")
+    lab12_text.main()
+    assert (tmp_path / "python_docs.json.gz").read_bytes() == CORPUS.read_bytes()
 
 
 def nltk_kneser_ney(text, order, discount):
@@ -64,6 +110,37 @@ def test_kneser_ney_gives_unseen_characters_a_small_probability():
     assert 1 - UNSEEN_FLOOR < sum(model.prob(c, "ab") for c in "abcd") < 1     # the rest: unseen bytes
     with pytest.raises(ValueError, match="order"):
         KneserNey("abc", 0)
+
+
+def test_one_fit_scores_every_lower_order_and_discount_as_its_own_fit(splits):
+    train, val = splits["train"].text[:60_000], splits["val"].text[:5_000]
+    grid = KneserNey(train, 6, 0.9).grid_bpc(val, [1, 3, 6], [0.5, 0.9])
+    for (order, discount), bpc in grid.items():
+        assert bpc == pytest.approx(KneserNey(train, order, discount).text_bpc(val), abs=1e-9)
+
+
+def test_token_ids_are_scored_as_characters_are():
+    text = "the cat sat on the mat; the dog sat on the log."
+    ids = [ord(c) for c in text]
+    assert KneserNey(ids, 4, 0.7).bits(ids[:20]) == pytest.approx(KneserNey(text, 4, 0.7).bits(text[:20]))
+
+
+def test_run_hashes_are_the_substring_hashes_of_that_length():
+    codes = symbol_codes("the cat sat on the mat; naïve déjà vu " * 4)
+    for length in (1, 2, 7, 60, len(codes)):
+        *_, expected = substring_hashes(codes, length)
+        assert np.array_equal(run_hashes(codes, length), expected), length
+    assert len(run_hashes(codes, len(codes) + 1)) == 0
+
+
+def test_the_search_goes_past_its_minimum_order_while_validation_improves(splits):
+    train, val = splits["train"].text[:300_000], splits["val"].text[:20_000]
+    found = best_kneser_ney(train, val, at_least=3, patience=2)
+    orders = sorted({row["order"] for row in found["table"]})
+    best = found["best"]["order"]
+    assert best > 3 and orders == list(range(1, max(orders) + 1)) and max(orders) >= best + 2
+    by_order = {o: min(r["val_bpc"] for r in found["table"] if r["order"] == o) for o in orders}
+    assert by_order[best] < by_order[best - 1] and by_order[best] <= min(by_order.values())
 
 
 def library_merges(text, num_merges, pattern):
@@ -153,3 +230,38 @@ def test_fit_can_leave_the_model_holding_a_moving_average_of_its_weights():
     averaged, _ = trained(decay)
     torch.testing.assert_close(averaged, expected)
     assert not torch.allclose(averaged, last)
+
+
+def hidden_check(ref, grade_id, monkeypatch, **replaced):
+    """The hidden check of ``grade_id`` run on the reference solution with some names replaced:
+    the failures it reports (an empty string when it passes)."""
+    from attention_course_instructor import paths
+    from attention_course_instructor.grading.checks import CHECKS_DIR_VARIABLE, run_hidden_check
+
+    monkeypatch.setenv(CHECKS_DIR_VARIABLE, str(paths.SOURCE / "lab12"))
+    namespace = dict(ref._namespace) | replaced
+    try:
+        run_hidden_check("lab12", grade_id, namespace)
+    except AssertionError as failure:
+        return str(failure)
+    return ""
+
+
+def test_the_stride_check_fails_a_function_that_ignores_the_stride(ref, monkeypatch):
+    assert hidden_check(ref, "task4_bpc_test", monkeypatch) == ""
+
+    def cold_only(model, ids, num_chars, stride=None, windows_per_batch=16):
+        return ref.bits_per_character(model, ids, num_chars, None, windows_per_batch)
+
+    assert "stride 1" in hidden_check(ref, "task4_bpc_test", monkeypatch, bits_per_character=cold_only)
+
+
+def test_the_attention_check_fails_a_training_path_that_drops_the_padding_mask(ref, monkeypatch):
+    assert hidden_check(ref, "task2_module_test", monkeypatch) == ""
+
+    class CausalOnly(ref.CausalSelfAttention):
+        def forward(self, x, lengths=None):
+            return super().forward(x, None if self.training else lengths)
+
+    failures = hidden_check(ref, "task2_module_test", monkeypatch, CausalSelfAttention=CausalOnly)
+    assert "in training mode" in failures

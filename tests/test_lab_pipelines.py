@@ -29,9 +29,11 @@ class LabFacts:
 LABS = {
     "lab8": LabFacts(9, 23, frozenset({"task5_train", "task5_compare", "task6_maps"}),
                      ("| 16 |", "attention exact")),
-    "lab12": LabFacts(11, 27, frozenset({"train_model", "train_plot", "generate_show", "generate_cost",
-                                     "task6_maps", "task6_measure"}),
-                      ("bits per character", "the heads that matter most", "with it")),
+    "lab12": LabFacts(11, 27, frozenset({"ngram_fit", "train_model", "train_plot", "data_size",
+                                         "generate_show", "generate_cost", "task6_maps", "task6_measure",
+                                         "verdict"}),
+                      ("the model to beat", "bits per character", "the heads that matter most", "with it",
+                       "characters: your model", "test split")),
 }
 
 

@@ -1,5 +1,5 @@
 """Data sets of the course: digit strips (Lab 8, :mod:`~attention_course.data.strips`), the course
-text of the book's models (:mod:`~attention_course.data.text`), Python's own help topics split for
+text of the book's models (:mod:`~attention_course.data.text`), Python's documentation split for
 Lab 12 (:mod:`~attention_course.data.python_docs`) and the shape scenes of the captioner
 (:mod:`~attention_course.data.scenes`)."""
 from attention_course.data.strips import (  # noqa: F401

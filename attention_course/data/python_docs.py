@@ -1,41 +1,53 @@
-"""Lab 12's text: the help topics that Python itself ships (``pydoc_data.topics``).
+"""Lab 12's text: Python's own documentation, shipped with the course, split for training.
 
-Every CPython installation carries the text of ``help("if")``, ``help("assignment")`` and the other
-topics of the language reference, under the Python Software Foundation licence that allows
-copying it: no download, nothing to licence separately. Its topics overlap (the page on compound
-statements repeats the pages on ``if``, ``while`` and ``try``), so a paragraph is kept only in the
-first topic, by name, that holds it; a held-out split then never contains text seen in training.
+Two kinds of topic, both from CPython and under the Python Software Foundation licence, which
+allows copying them: the help pages of the language reference (``help("if")``, named
+``help:if``) and the docstrings of each standard-library module or package (``module:json``).
+``attention_course_instructor.lab12_text`` wrote ``texts/python_docs.json.gz`` from Python
+:data:`MADE_WITH`, keeping every paragraph only in the first topic that held it. The text is
+shipped rather than read from the running Python because it changes between Python releases,
+even patch releases, and the lab's numbers depend on every character: so everyone trains and is
+measured on the same text.
 
-Topics are then dealt, in the order of a hash of their names (a fixed shuffle), to whichever
-split is furthest below its share of the characters (80 / 10 / 10): deterministic, balanced, and
-split by document. The text differs a
-little between Python versions (:data:`PYTHON_VERSION` says which one made the numbers).
+:func:`split_topics` deals whole topics to train / validation / test (80 / 10 / 10 of the
+characters):
+
+- a topic too large to be at most :data:`MOST_OF_A_SPLIT` of a held-out split goes to training;
+- the others are dealt in the order of a hash of their names (a fixed shuffle), each to the split
+  furthest below its share, so both held-out splits span many modules and help pages;
+- a held-out paragraph that shares any :data:`SHINGLE`-character run with the training text is
+  dropped (boilerplate such as "Return self==value." recurs across modules), so nothing a model
+  is measured on was seen in training.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
-import platform
+import json
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
+import numpy as np
+
+CORPUS = Path(__file__).resolve().parent / "texts" / "python_docs.json.gz"
 SHARES = {"train": 0.8, "val": 0.1, "test": 0.1}
-PYTHON_VERSION = platform.python_version()
+MOST_OF_A_SPLIT = 0.15          # dealt topics are at most this share of a held-out split's target
+SHINGLE = 60                    # characters: no run this long of held-out text is in training
+
+
+@cache
+def _corpus() -> dict:
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+MADE_WITH = _corpus()["python"]
 
 
 def load_topics() -> dict[str, str]:
-    """Every help topic (name -> text), each paragraph kept in the first topic that holds it."""
-    from pydoc_data.topics import topics
-
-    seen, kept = set(), {}
-    for name in sorted(topics):
-        paragraphs = []
-        for paragraph in topics[name].strip().split("\n\n"):
-            key = paragraph.strip()
-            if key and key not in seen:
-                seen.add(key)
-                paragraphs.append(paragraph.rstrip())
-        if paragraphs:
-            kept[name] = "\n\n".join(paragraphs) + "\n"
-    return kept
+    """Every topic (name -> text), in the order written: help pages, then modules by name."""
+    return dict(_corpus()["topics"])
 
 
 @dataclass(frozen=True)
@@ -49,15 +61,64 @@ class TextSplit:
         return len(self.text)
 
 
-def split_topics(topics: dict[str, str] | None = None) -> dict[str, TextSplit]:
-    """train / val / test by topic (see the module's docstring)."""
-    topics = load_topics() if topics is None else topics
+def _runs(text: str, length: int) -> np.ndarray:
+    """Hashes of the runs of ``length`` characters of ``text``: [i] for text[i:i + length]."""
+    from attention_course.tasks.ngram_baselines import run_hashes, symbol_codes
+
+    return run_hashes(symbol_codes(text), length)
+
+
+def shingles(text: str, length: int = SHINGLE) -> np.ndarray:
+    """Hashes of every run of ``length`` characters of ``text``, sorted, each once."""
+    return np.unique(_runs(text, length))
+
+
+def _held_out(topics: dict[str, str], seen: np.ndarray) -> dict[str, str]:
+    """The topics with every paragraph dropped that a run in ``seen`` (sorted hashes) touches,
+    in their text joined as a split joins it; repeated until no run of the joined text is seen."""
+    pieces = [(name, p.rstrip("\n")) for name, text in topics.items()
+              for p in text.split("\n\n") if p.strip()]
+    while True:
+        starts = np.cumsum([0] + [len(p) + 2 for _, p in pieces[:-1]])
+        runs = _runs("\n\n".join(p for _, p in pieces) + "\n", SHINGLE)
+        at = np.minimum(np.searchsorted(seen, runs), max(len(seen) - 1, 0))
+        known = np.flatnonzero(seen[at] == runs) if len(seen) else []
+        if not len(known):
+            break
+        first = np.searchsorted(starts, known, side="right") - 1
+        last = np.searchsorted(starts, known + SHINGLE - 1, side="right") - 1
+        drop = {i for a, b in zip(first, last) for i in range(a, b + 1)}
+        pieces = [piece for i, piece in enumerate(pieces) if i not in drop]
+    kept: dict[str, list[str]] = {}
+    for name, paragraph in pieces:
+        kept.setdefault(name, []).append(paragraph)
+    return {name: "\n\n".join(ps) + "\n" for name, ps in kept.items()}
+
+
+def deal(topics: dict[str, str]) -> dict[str, list[str]]:
+    """Topic names per split (see the module's docstring)."""
     total = sum(len(t) for t in topics.values())
+    largest = MOST_OF_A_SPLIT * SHARES["val"] * total
     names: dict[str, list[str]] = {s: [] for s in SHARES}
     size = dict.fromkeys(SHARES, 0)
     for name in sorted(topics, key=lambda n: hashlib.sha1(n.encode()).hexdigest()):
-        split = min(SHARES, key=lambda s: (size[s] - SHARES[s] * total, s))
+        if len(topics[name]) > largest:
+            split = "train"
+        else:
+            split = min(SHARES, key=lambda s: (size[s] - SHARES[s] * total, s))
         names[split].append(name)
         size[split] += len(topics[name])
-    return {s: TextSplit(tuple(sorted(n)), "\n".join(topics[k] for k in sorted(n)))
-            for s, n in names.items()}
+    return names
+
+
+def split_topics(topics: dict[str, str] | None = None) -> dict[str, TextSplit]:
+    """train / val / test by topic, held-out text never seen in training (the module's docstring)."""
+    topics = load_topics() if topics is None else topics
+    names = deal(topics)
+    train = [topics[name] for name in sorted(names["train"])]
+    seen = shingles("\n".join(train))
+    splits = {"train": TextSplit(tuple(sorted(names["train"])), "\n".join(train))}
+    for split in ("val", "test"):
+        kept = _held_out({name: topics[name] for name in sorted(names[split])}, seen)
+        splits[split] = TextSplit(tuple(kept), "\n".join(kept.values()))
+    return splits

@@ -14,8 +14,9 @@ name of its model's module in :mod:`attention_course.core` (``core.copy_model`` 
   maps, the occlusion intervention;
 - :mod:`~attention_course.tasks.char_decoder` -- the character decoder of Section 12.4: training
   and generation with a key/value cache;
-- :mod:`~attention_course.tasks.ngram_baselines` -- Lab 12's character n-gram baselines
-  (interpolated Kneser-Ney, counted as ``nltk.lm`` scores it);
+- :mod:`~attention_course.tasks.ngram_baselines` -- Lab 12's n-gram baselines (interpolated
+  Kneser-Ney over characters or token ids, as ``nltk.lm`` scores it, every order and discount
+  from one count) and the hashes of runs of text that the data split uses;
 - :mod:`~attention_course.tasks.pretrained` -- the committed checkpoints of the book's models and
   the recipes that rebuild them (``python -m attention_course.tasks.pretrained``).
 """

@@ -1,94 +1,211 @@
-"""Character n-gram baselines of Lab 12: interpolated Kneser-Ney, counted, as ``nltk.lm`` scores it.
+"""Lab 12's n-gram baselines: interpolated Kneser-Ney, counted once, scored at any order and discount.
 
-:class:`KneserNey` gives every character the probability of ``nltk.lm.KneserNeyInterpolated``
+:class:`KneserNey` gives every symbol the probability ``nltk.lm.KneserNeyInterpolated`` gives it
 (one absolute discount, raw counts at the highest order, continuation counts below it, the
-unigram level by continuation counts) -- the test suite checks it against nltk on a small text --
-but counts once instead of rescanning every n-gram for each score, which makes nltk itself far
-too slow for a corpus of a few hundred thousand characters. One deviation: a character never seen
-in training gets its unigram share from a floor of one part in a million spread over 256 bytes
-instead of probability 0 (nltk maps it to ``<UNK>``).
+unigram level by continuation counts) -- the test suite checks it against nltk on a small text.
+nltk rescans its n-grams for every score, far too slow for two million characters; here the
+n-grams of every length are counted once, as 64-bit hashes of the substrings sorted with numpy,
+and a whole text is scored level by level as array operations. One fitted model scores every order
+up to the one it was fitted with and every discount, which makes a grid search cheap
+(:func:`best_kneser_ney`).
+
+Symbols are the characters of a string, or the ids of a token sequence (a list, array or tensor of
+ints), so the same code is Lab 12's character baseline and the benchmark's token-level model. One
+deviation from nltk: a symbol never seen in training gets its unigram share from a floor of one
+part in a million spread over ``alphabet`` symbols, instead of probability 0.
 """
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+import numpy as np
 
 UNSEEN_FLOOR = 1e-6
+HASH_BASE = np.uint64(0x9E3779B97F4A7C15)        # odd: the map from strings to hashes mixes well
+ORDERS_AT_LEAST = 10                             # the grid of best_kneser_ney reaches this order
+DISCOUNTS = (0.5, 0.7, 0.8, 0.9, 0.95)
+
+
+def symbol_codes(symbols) -> np.ndarray:
+    """A string's code points, or a sequence of int ids, as uint64."""
+    if isinstance(symbols, str):
+        return np.frombuffer(symbols.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    return np.asarray(symbols, dtype=np.int64).astype(np.uint64).reshape(-1)
+
+
+def substring_hashes(codes: np.ndarray, longest: int):
+    """Yields, for k = 1..longest, the hashes of every run of k symbols: ``h[i]`` of codes[i:i+k].
+    Equal runs get equal hashes wherever they occur."""
+    hashes = codes + np.uint64(1)
+    for k in range(1, longest + 1):
+        if k > 1:
+            hashes = hashes[:-1] * HASH_BASE + codes[k - 1:] + np.uint64(1)
+        yield hashes
+
+
+def run_hashes(codes: np.ndarray, length: int) -> np.ndarray:
+    """The hashes :func:`substring_hashes` gives the runs of ``length`` symbols, in a few passes
+    instead of ``length``: prefix sums of (code + 1) B^-j (B is odd, so invertible modulo 2^64,
+    where uint64 arithmetic wraps), then h[i] = B^(i + length - 1) (S[i + length] - S[i])."""
+    n = len(codes)
+    if n < length:
+        return np.zeros(0, np.uint64)
+    inverse = np.uint64(pow(int(HASH_BASE), -1, 2 ** 64))
+    with np.errstate(over="ignore"):
+        up = np.concatenate([[np.uint64(1)], np.cumprod(np.full(n - 1, HASH_BASE, np.uint64))])
+        down = np.concatenate([[np.uint64(1)], np.cumprod(np.full(n - 1, inverse, np.uint64))])
+        sums = np.concatenate([[np.uint64(0)], np.cumsum((codes + np.uint64(1)) * down)])
+        return up[length - 1:] * (sums[length:] - sums[:n - length + 1])
+
+
+class _Counts:
+    """How often each key occurs, looked up many keys at a time."""
+
+    def __init__(self, keys: np.ndarray):
+        self.keys, self.counts = np.unique(keys, return_counts=True)
+
+    @classmethod
+    def of(cls, keys: np.ndarray, counts: np.ndarray) -> "_Counts":
+        """Counts already made: ``keys`` sorted, each once."""
+        made = cls.__new__(cls)
+        made.keys, made.counts = keys, counts
+        return made
+
+    def __getitem__(self, queries: np.ndarray) -> np.ndarray:
+        if not len(self.keys):
+            return np.zeros(len(queries))
+        at = np.minimum(np.searchsorted(self.keys, queries), len(self.keys) - 1)
+        return np.where(self.keys[at] == queries, self.counts[at], 0).astype(np.float64)
 
 
 class KneserNey:
-    """Interpolated Kneser-Ney over characters, contexts of up to ``order - 1`` characters."""
+    """Interpolated Kneser-Ney over the symbols of ``train``, contexts of up to ``order - 1``.
 
-    def __init__(self, text: str, order: int, discount: float = 0.1):
+    ``bits`` and ``text_bpc`` score at the fitted order and discount unless given lower ones."""
+
+    def __init__(self, train, order: int, discount: float = 0.9, alphabet: int = 256):
         if order < 1 or not 0 < discount < 1:
             raise ValueError(f"need order >= 1 and 0 < discount < 1, got {order} and {discount}")
-        if len(text) <= order:
+        codes = symbol_codes(train)
+        if len(codes) <= order:
             raise ValueError(f"the training text must be longer than the order {order}")
-        self.order, self.discount = order, discount
-        # counts[k][context][char]: raw counts of k-grams (context of k - 1 characters), k <= order
-        self.counts = [None] + [defaultdict(Counter) for _ in range(order)]
+        self.order, self.discount, self.alphabet = order, discount, alphabet
+        hashes = [None, *substring_hashes(codes, order)]          # hashes[k]: the k-grams
+        n = len(codes)
+        self.gram = [None]          # gram[k]: raw count of each k-gram
+        self.total = [None]         # total[k]: k-grams that start with each (k-1)-symbol context
+        self.followers = [None]     # followers[k]: distinct symbols seen after each context
+        self.continued = [None]     # continued[k]: distinct symbols seen before each k-gram
+        self.continued_total = [None]   # ... summed over the symbols after each context
+        # each k-gram once: its hash, where it first occurs, how often it occurs
+        distinct = [None] + [np.unique(h, return_index=True, return_counts=True) for h in hashes[1:]]
         for k in range(1, order + 1):
-            level = self.counts[k]
-            for i in range(len(text) - k + 1):
-                level[text[i:i + k - 1]][text[i + k - 1]] += 1
-        # continuation[k][context][char]: distinct characters seen before context + char
-        self.continuation = [None] + [defaultdict(Counter) for _ in range(order)]
-        self.continuation_total = [None] + [Counter() for _ in range(order)]
-        for k in range(1, order):
-            for longer, followers in self.counts[k + 1].items():
-                context = longer[1:]
-                self.continuation_total[k][context] += len(followers)
-                for char in followers:
-                    self.continuation[k][context][char] += 1
+            grams, first, often = distinct[k]
+            context = hashes[k - 1][first] if k > 1 else np.zeros(len(grams), np.uint64)
+            self.gram.append(_Counts.of(grams, often))
+            self.total.append(_Counts(hashes[k - 1][:n - k + 1]) if k > 1 else n)
+            self.followers.append(_Counts(context))
+            if k < order:           # continuation counts come from the (k + 1)-grams
+                longer, where, _ = distinct[k + 1]
+                self.continued.append(_Counts(hashes[k][where + 1]))
+                middle = hashes[k - 1][where + 1] if k > 1 else np.zeros(len(longer), np.uint64)
+                self.continued_total.append(_Counts(middle))
 
-    def prob(self, char: str, context: str) -> float:
-        """P(char | the last ``order - 1`` characters of context)."""
-        context = context[-(self.order - 1):] if self.order > 1 else ""
-        return self._score(char, context)
+    def _levels(self, codes: np.ndarray, top: int) -> list[dict]:
+        """Per level k <= top and per position i of ``codes``: the counts that predict codes[i]
+        from the k - 1 symbols before it (zeros where the text has fewer)."""
+        m, levels = len(codes), [None]
+        hashes = [None, *substring_hashes(codes, top)]
+        for k in range(1, top + 1):
+            pad, grams = np.zeros(min(k - 1, m)), hashes[k]
+            context = hashes[k - 1][:len(grams)] if k > 1 else np.zeros(m, np.uint64)
+            row = {"followers": self.followers[k][context], "count": self.gram[k][grams],
+                   "total": (np.full(m, float(self.total[1])) if k == 1 else
+                             self.total[k][context])}
+            if k < self.order:
+                row["continued"] = self.continued[k][grams]
+                row["continued_total"] = self.continued_total[k][context]
+            levels.append({name: np.concatenate([pad, value]) for name, value in row.items()})
+        return levels
 
-    def _score(self, char: str, context: str) -> float:
-        k = len(context) + 1
-        if not context:
-            seen = self.continuation[1][""] if self.order > 1 else self.counts[1][""]
-            total = self.continuation_total[1][""] if self.order > 1 else sum(seen.values())
-            return (1 - UNSEEN_FLOOR) * seen[char] / total + UNSEEN_FLOOR / 256
-        followers = self.counts[k].get(context)
-        if not followers:
-            return self._score(char, context[1:])
-        if k == self.order:
-            count, total = followers[char], sum(followers.values())
-        else:
-            count = self.continuation[k][context][char]
-            total = self.continuation_total[k][context]
-            if total == 0:                   # the context occurs only at the very start of the text
-                return self._score(char, context[1:])
-        alpha = max(count - self.discount, 0.0) / total
-        gamma = self.discount * len(followers) / total
-        return alpha + gamma * self._score(char, context[1:])
+    def _orders(self, levels: list[dict], orders, discount: float):
+        """Yields (order, P of every symbol) for each order, from one pass up the levels."""
+        floor = UNSEEN_FLOOR / self.alphabet
+        p = None                                 # the continuation chain, levels 1..k - 1
+        for k in range(1, max(orders) + 1):
+            row = levels[k]
+            if k == 1:
+                top = row["count"] / row["total"]
+            else:
+                top = self._step(row["count"], row["total"], row["followers"], p, discount)
+            if k in orders:
+                yield k, ((1 - UNSEEN_FLOOR) * top + floor if k == 1 else top)
+            if k < self.order:
+                if k == 1:
+                    p = (1 - UNSEEN_FLOOR) * row["continued"] / row["continued_total"] + floor
+                else:
+                    p = self._step(row["continued"], row["continued_total"], row["followers"], p,
+                                   discount)
 
-    def text_bpc(self, text: str) -> float:
-        """Mean -log2 P of every character of ``text`` given the ones before it in ``text``."""
-        bits = 0.0
-        for i, char in enumerate(text):
-            bits -= math.log2(self.prob(char, text[max(0, i - self.order + 1):i]))
-        return bits / len(text)
+    @staticmethod
+    def _step(count, total, followers, lower, discount):
+        """One level of interpolation; where the context was never seen, the lower level."""
+        seen = (followers > 0) & (total > 0)
+        safe = np.where(seen, total, 1.0)
+        mixed = (np.maximum(count - discount, 0) + discount * followers * lower) / safe
+        return np.where(seen, mixed, lower)
+
+    def _check(self, order):
+        if not 1 <= order <= self.order:
+            raise ValueError(f"this model was fitted up to order {self.order}, asked for {order}")
+
+    def bits(self, text, order: int | None = None, discount: float | None = None) -> np.ndarray:
+        """-log2 P of every symbol of ``text`` given the ones before it in ``text`` (an array)."""
+        order = self.order if order is None else order
+        discount = self.discount if discount is None else discount
+        self._check(order)
+        levels = self._levels(symbol_codes(text), order)
+        (_, p), = self._orders(levels, [order], discount)
+        return -np.log2(p)
+
+    def grid_bpc(self, text, orders, discounts) -> dict[tuple[int, float], float]:
+        """Mean bits per symbol of ``text`` at every order and discount: {(order, discount): bpc}."""
+        orders = sorted(orders)
+        for order in orders:
+            self._check(order)
+        levels = self._levels(symbol_codes(text), orders[-1])
+        return {(order, d): float(-np.log2(p).mean()) for d in discounts
+                for order, p in self._orders(levels, orders, d)}
+
+    def text_bpc(self, text, order: int | None = None, discount: float | None = None) -> float:
+        """Mean bits per symbol of ``text`` (bits per character when the symbols are characters)."""
+        return float(self.bits(text, order, discount).mean())
+
+    def prob(self, symbol, context) -> float:
+        """P(symbol | the last ``order - 1`` symbols of context)."""
+        if isinstance(context, str):
+            return float(2.0 ** -self.bits(context + symbol)[-1])
+        return float(2.0 ** -self.bits([*context, symbol])[-1])
 
 
-def best_kneser_ney(train: str, val: str, test: str, orders=range(1, 7),
-                    discounts=(0.1, 0.3, 0.5, 0.7, 0.9)) -> dict:
-    """Every order and discount fitted on ``train``; the one best on ``val`` scored on ``test``.
+def best_kneser_ney(train, val, test=None, discounts=DISCOUNTS, at_least: int = ORDERS_AT_LEAST,
+                    patience: int = 2, alphabet: int = 256) -> dict:
+    """Orders 1, 2, ... and ``discounts`` fitted on ``train`` and scored on ``val``: at least up to
+    ``at_least``, and on until the ``patience`` orders after the best one have not beaten it.
 
-    Returns ``{"table": [{order, discount, val_bpc}], "best": {order, discount, val_bpc, test_bpc}}``.
+    Returns ``{"table": [{order, discount, val_bpc}], "best": {order, discount, val_bpc,
+    test_bpc}, "model": the fitted KneserNey}`` (``test_bpc`` only when ``test`` is given): the best
+    on validation, scored once on test. For token ids, ``alphabet`` is the vocabulary's size.
     """
-    table = []
-    for order in orders:
-        for discount in discounts:
-            model = KneserNey(train, order, discount)
-            table.append({"order": order, "discount": discount,
-                          "val_bpc": model.text_bpc(val), "model": model})
-    best = min(table, key=lambda row: row["val_bpc"])
-    test_bpc = best["model"].text_bpc(test)
-    for row in table:
-        del row["model"]
-    return {"table": table, "best": {k: best[k] for k in ("order", "discount", "val_bpc")} |
-            {"test_bpc": test_bpc}}
+    top = at_least + patience
+    while True:
+        model = KneserNey(train, top, discounts[0], alphabet)
+        scores = model.grid_bpc(val, range(1, top + 1), discounts)
+        table = [{"order": o, "discount": d, "val_bpc": v} for (o, d), v in sorted(scores.items())]
+        best = min(table, key=lambda row: row["val_bpc"])
+        if best["order"] + patience <= top:
+            break
+        top = best["order"] + patience + 3           # a little further: each refit counts again
+    chosen = dict(best)
+    if test is not None:
+        chosen["test_bpc"] = model.text_bpc(test, best["order"], best["discount"])
+    return {"table": table, "best": chosen, "model": model}
+

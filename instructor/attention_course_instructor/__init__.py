@@ -4,6 +4,8 @@
   pipeline and preprocessors, the exchange, the hardened grader and its Dask workers;
 - :mod:`attention_course_instructor.book` -- the book's build tooling: the build, the outcomes
   index, the Sphinx extension, the student edition;
+- :mod:`attention_course_instructor.lab12_text` -- writes Lab 12's text (Python's documentation)
+  into the student package;
 - :mod:`attention_course_instructor.paths` -- the course repository's folders.
 
 Its version is the student package's: ``_version.py`` here is a link to

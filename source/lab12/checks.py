@@ -310,7 +310,7 @@ class SelfAttention:
                 "gate": torch.tensor([1.0, 0.0, 1.0])}
 
     def probe(answer, x, out):
-        config = answer.LMConfig(width=12, heads=3)
+        config = answer.LMConfig(width=12, heads=3, dropout=0.0)
         module = answer.CausalSelfAttention(config)
         if answer.failed(module):
             out["full"] = module
@@ -322,6 +322,8 @@ class SelfAttention:
         out["padded"] = guarded(answer, module)(x["x"].clone(), x["lengths"].clone())
         module.head_gate.copy_(x["gate"])
         out["gated"] = guarded(answer, module)(x["x"].clone())
+        module.train()                                  # the fused path; dropout 0 in this config
+        out["training"] = guarded(answer, module)(x["x"].clone(), x["lengths"].clone())
 
     def compare(got, x, ref, expect):
         what = "CausalSelfAttention(config)(x)"
@@ -357,6 +359,12 @@ class SelfAttention:
         expect.tensor_close(got["gated"], what + " with a head switched off", gated,
                             f"{what}: multiply each head's output by its head_gate entry before the "
                             "heads are joined", shape_words="(B, N, d) = (3, 6, 12)")
+        with torch.no_grad():
+            training = mine(x["x"], x["lengths"])
+        expect.tensor_close(got["training"], what + " in training mode", training,
+                            f"{what}: in training mode (F.scaled_dot_product_attention) the output "
+                            "should equal eval mode's, lengths and gates included",
+                            shape_words="(B, N, d) = (3, 6, 12)")
 
 
 # ---- task 3: the block, the model, the loss -----------------------------------------------------
@@ -439,15 +447,18 @@ class Loss:
 
 @shared
 def table_model(seed, vocab=7, context=5):
-    """A bigram model (logits from a table) with the ``config.context`` that bits_per_character reads."""
+    """Logits from a table of (token, position in the window) with the ``config.context`` that
+    bits_per_character reads: a window's start changes its predictions, so strides differ."""
     class Table(nn.Module):
         def __init__(self):
             super().__init__()
             self.config = type("Config", (), {"context": context, "vocab": vocab})()
-            self.table = nn.Parameter(torch.randn(vocab, vocab, generator=part_generator(seed, "table")))
+            g = part_generator(seed, "table")
+            self.table = nn.Parameter(torch.randn(vocab, vocab, generator=g))
+            self.position = nn.Parameter(torch.randn(context, vocab, generator=g))
 
         def forward(self, ids):
-            return self.table[ids]                                    # (B, N, V)
+            return self.table[ids] + self.position[:ids.shape[1]]       # (B, N, V)
 
     return Table().eval()
 
@@ -456,24 +467,31 @@ def table_model(seed, vocab=7, context=5):
 class BitsPerCharacter:
     def inputs(seed):
         g = part_generator(seed, "inputs")
-        return {"model": table_model(seed), "cases": [(torch.randint(0, 7, (23,), generator=g), 40),
-                                                           (torch.randint(0, 7, (6,), generator=g), 9),
-                                                           (torch.randint(0, 7, (41,), generator=g), 50)]}
+        return {"model": table_model(seed), "cases": [(torch.randint(0, 7, (23,), generator=g), 40, None),
+                                                           (torch.randint(0, 7, (6,), generator=g), 9, None),
+                                                           (torch.randint(0, 7, (41,), generator=g), 50, None),
+                                                           (torch.randint(0, 7, (23,), generator=g), 40, 1),
+                                                           (torch.randint(0, 7, (30,), generator=g), 45, 2),
+                                                           (torch.randint(0, 7, (4,), generator=g), 7, 3)]}
 
     def probe(answer, x, out):
-        out["cases"] = [answer.bits_per_character(x["model"], ids.clone(), n) for ids, n in x["cases"]]
+        out["cases"] = [answer.bits_per_character(x["model"], ids.clone(), n, stride)
+                        for ids, n, stride in x["cases"]]
 
     def compare(got, x, ref, expect):
-        what = "bits_per_character(model, ids, num_chars)"
-        for (ids, n), value in zip(x["cases"], got["cases"] if isinstance(got["cases"], list) else []):
+        what = "bits_per_character(model, ids, num_chars, stride)"
+        for (ids, n, stride), value in zip(x["cases"], got["cases"] if isinstance(got["cases"], list) else []):
             bpc = expect.value(value, what, (float,))
             if bpc is None:
                 return
-            expected = ref.bits_per_character(x["model"], ids, n)
-            expect.that(abs(bpc - expected) <= 1e-5 * max(1.0, abs(expected)),
-                        f"{what} on {len(ids)} tokens with context {x['model'].config.context}: every "
-                        "token but the first predicted once, windows starting every `context` tokens, "
-                        "nats summed, divided by ln 2 and by num_chars")
+            expected = ref.bits_per_character(x["model"], ids, n, stride)
+            if not expect.that(abs(bpc - expected) <= 1e-5 * max(1.0, abs(expected)),
+                               f"{what} on {len(ids)} tokens with context {x['model'].config.context}, "
+                               f"stride {stride}: windows of context + 1 tokens starting every stride "
+                               "tokens (context when None), every token but the first predicted once "
+                               "(by the first window that reaches it), nats summed, divided by ln 2 "
+                               "and by num_chars"):
+                return
 
 
 # ---- task 5: sampling and the key/value cache ---------------------------------------------------
