@@ -16,8 +16,8 @@ characters):
 - the others are dealt in the order of a hash of their names (a fixed shuffle), each to the split
   furthest below its share, so both held-out splits span many modules and help pages;
 - a held-out paragraph that shares any :data:`SHINGLE`-character run with the training text is
-  dropped (boilerplate such as "Return self==value." recurs across modules), so nothing a model
-  is measured on was seen in training.
+  dropped (examples repeat lines such as "Traceback (most recent call last):" across modules),
+  so nothing a model is measured on was seen in training.
 """
 from __future__ import annotations
 
