@@ -120,7 +120,7 @@ def token_bits(model, ids: torch.Tensor, stride: int) -> np.ndarray:
 def mixture(model, ids: dict, chars: dict, stride: int, vocab: int) -> dict:
     """The model mixed with the best token-level Kneser-Ney model; order and weight chosen on
     validation, both scored per character on test."""
-    train, val, test = (ids[s].tolist() for s in ("train", "val", "test"))
+    train, val = (ids[s].tolist() for s in ("train", "val"))
     found = best_kneser_ney(train, val, alphabet=vocab)
     best, counted = found["best"], found["model"]
     bits = {}
