@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_course.data.python_docs import MADE_WITH, split_topics
-from attention_course.tasks.ngram_baselines import KneserNey, best_kneser_ney
+from attention_course.tasks.ngram_baselines import best_kneser_ney
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
 from benchmarks.report import Target, machine, markdown_table, write
