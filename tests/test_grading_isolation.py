@@ -301,3 +301,76 @@ def test_a_deep_temporary_folder_still_holds_the_kernels_sockets(tmp_path, monke
 
     assert set(sweep_stale_batches(str(batch.parent))) == {str(batch), str(left)}
     assert not batch.exists() and not left.exists()
+
+
+# ---- 5. memory and disk bounded for real (issue 49) -------------------------------------------------
+# Each reproduced on the grader before the fix: /tmp was an unsized tmpfs outside the address-space
+# limit (3.5 GiB pinned with the cap at 3000 MB, full marks), the kernel's own folder took 3 GiB
+# and 150,000 files unchecked, and messages over 8 MB were dropped unseen ("no answer" on every cell).
+
+def needs_cgroups():
+    needs_sandbox()
+    from attention_course_instructor.grading.hardened import cgroups
+
+    if not cgroups.available():
+        pytest.skip("no cgroup per kernel here (the grader must be root with a writable cgroup hierarchy)")
+
+
+PIN_TMP = """
+with open("/tmp/pinned", "wb") as _f:           # a tmpfs: memory that no address-space limit sees
+    for _ in range(2000):
+        _f.write(b"x" * (1 << 20))
+"""
+FILL_DISK = """
+with open("/tmp/filler", "wb") as _f:
+    for _ in range(200):
+        _f.write(b"x" * (1 << 20))
+"""
+
+
+def _reasons(result) -> str:
+    return " ".join(c.reason for c in result.cells)
+
+
+def test_memory_pinned_in_tmp_counts_against_the_kernels_memory(tmp_path):
+    needs_cgroups()
+    course = course_with(tmp_path, FIXTURE, "fixture", {"pin": PIN_TMP, "honest": None})
+    limits = Limits(cell_seconds=60, run_seconds=180, memory_mb=1536, disk_mb=4096)
+    run = GradingRun(course.root, "fixture", limits=limits)
+    results = {r.student: r for r in grade_batch(run, jobs=2)}
+    assert results["pin"].score == 0, results["pin"]
+    assert "reached its memory limit (1536 MB, its /tmp included)" in _reasons(results["pin"])
+    assert results["honest"].score == 2.0
+
+
+def test_a_full_tmp_ends_the_submission_with_that_reason(tmp_path):
+    needs_sandbox()
+    course = course_with(tmp_path, FIXTURE, "fixture", {"filler": FILL_DISK})
+    run = GradingRun(course.root, "fixture", limits=Limits(cell_seconds=60, run_seconds=180, disk_mb=64))
+    [result] = grade_batch(run)
+    assert result.score == 0
+    assert "ran out of disk space (it filled its 64 MB of disk space" in _reasons(result), _reasons(result)
+
+
+def test_the_kernels_own_folder_takes_no_file_and_tmp_is_its_home():
+    """Root's kernels: the folder of its sockets is given back to root once they are made, so
+    /tmp (sized) is the only place a kernel writes; it is also its home and working folder."""
+    needs_sandbox()
+    if os.geteuid() != 0:
+        pytest.skip("an ordinary user's kernel runs as that user and keeps its folder (the guide says so)")
+    runner = kernel_module.CellRunner(QUICK)
+    folder = runner.workdir
+    write_beside = ("import os\nopen(os.path.join(os.path.dirname(os.environ['JPY_SESSION_NAME'] "
+                    "if 0 else %r), 'junk'), 'w').write('x')" % (folder + "/connection.json"))
+    outcomes = runner.run([write_beside, "import os\nassert os.getcwd() == os.environ['HOME'] == '/tmp'"])
+    assert [o.status for o in outcomes] == ["error", "ok"], outcomes
+    assert outcomes[0].error == "PermissionError"
+
+
+def test_messages_too_large_to_deliver_are_counted_as_a_flood(tmp_path):
+    needs_sandbox()
+    huge = "_m = 'y' * (9 << 20)\nfor _ in range(3):\n    print(_m, flush=True)\n"
+    course = course_with(tmp_path, FIXTURE, "fixture", {"huge": huge})
+    [result] = grade_batch(GradingRun(course.root, "fixture", limits=QUICK))
+    assert result.score == 0
+    assert "a message over 8 MB, which grading refuses" in _reasons(result), _reasons(result)

@@ -501,6 +501,26 @@ def grading_seed() -> int:
     return int(os.environ.get(SEED_VARIABLE, "0"))
 
 
+SEED_FILE = ".grading-seed"     # the course's own private seed, in the course folder
+
+
+def course_seed(course_root, create: bool = False) -> int | None:
+    """The course's own grading seed, kept in ``<course>/.grading-seed`` (mode 0600): made from
+    the system's random source the first time it is asked for with ``create``, the same for every
+    later run (so that a re-grade checks the same inputs); None where there is none."""
+    import secrets
+    from pathlib import Path
+
+    path = Path(course_root) / SEED_FILE
+    if not path.exists():
+        if not create:
+            return None
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{secrets.randbits(48)}\n")
+    return int(path.read_text().strip())
+
+
 def kernel_seed(seed: int, lab_name: str) -> int:
     """The seed the checks' inputs are made from, for ``lab_name`` under the private grading
     ``seed``: a one-way function of both. The hardened grader hands a kernel only this, so a

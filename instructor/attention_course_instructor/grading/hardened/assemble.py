@@ -8,6 +8,8 @@ trusted. Differences are recorded as flags; changes that would alter grading fai
 from __future__ import annotations
 
 import ast
+import os
+import stat
 from pathlib import Path
 
 import nbformat
@@ -23,15 +25,62 @@ class SubmissionError(Exception):
     """The submission cannot be graded at all (unreadable, missing, wrong name)."""
 
 
+def link_on_path(path: Path, root: Path) -> str:
+    """Why the notebook ``path`` (below ``root``, the course's ``submitted/``) must not be read:
+    a symbolic link anywhere from ``root`` down to it (the student's folder, the lab's folder, the
+    notebook), a notebook that is a hard link (one file under two names: a way to hand in a file
+    that is someone else's), or something that is not a file. "" when nothing is wrong (or the
+    notebook is simply missing: :func:`read_submission` says so)."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return ""                                   # not a submission (the control, say)
+    current = root
+    for depth, part in enumerate(parts, start=1):
+        current = current / part
+        shown = "/".join(parts[:depth])
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return ""
+        if stat.S_ISLNK(info.st_mode):
+            return f"{shown} is a symbolic link, which grading never follows: refused"
+        if depth < len(parts) and not stat.S_ISDIR(info.st_mode):
+            return f"{shown} is not a folder: refused"
+        if depth == len(parts) and not stat.S_ISREG(info.st_mode):
+            return f"{shown} is not a regular file: refused"
+        if depth == len(parts) and info.st_nlink > 1:
+            return f"{shown} is a hard link (one file under {info.st_nlink} names): refused"
+    return ""
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file that is not a link (``OSError`` otherwise),
+    read through one descriptor, so that it cannot be swapped for a link between check and read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read() if limit is None else handle.read(limit)
+    finally:
+        os.close(fd)
+
+
 def read_submission(path: Path) -> nbformat.NotebookNode:
-    """The submitted notebook, or a SubmissionError saying what is wrong with it."""
-    if not path.exists():
+    """The submitted notebook, or a SubmissionError saying what is wrong with it (a link is
+    never followed)."""
+    if not os.path.lexists(path):
         folder = path.parent
         found = sorted(p.name for p in folder.glob("*.ipynb")) if folder.exists() else []
         hint = f"; found {found}" if found else ""
         raise SubmissionError(f"no notebook {path.name} in the submission{hint}")
     try:
-        nb = nbformat.read(path, as_version=4)
+        data = read_regular_file(path)
+    except OSError:
+        raise SubmissionError(f"{path.name} is a link or not a regular file: refused") from None
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception as exc:                    # corrupt JSON, not a notebook, bad encoding
         raise SubmissionError(f"{path.name} is not a readable notebook ({type(exc).__name__})") from None
     if not isinstance(nb.get("cells"), list):

@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch, sandbox
+from attention_course_instructor.grading.checks import SEED_FILE, SEED_VARIABLE, course_seed
+from attention_course_instructor.grading.hardened import GradingRun, Limits, cgroups, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
 from attention_course_instructor.grading.hardened.record import record_batch
 
@@ -17,16 +18,21 @@ def main(argv=None) -> int:
     parser.add_argument("assignments", nargs="+", metavar="assignment")
     parser.add_argument("--course", type=Path, default=Path.cwd())
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--seed", type=int, default=int(os.environ.get("COURSE_GRADING_SEED", "0")),
-                        help="varies the probe inputs (keep it private; default $COURSE_GRADING_SEED or 0)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="varies the probe inputs (keep it private; default $COURSE_GRADING_SEED, "
+                             "else the course's own, made at the first run in <course>/.grading-seed)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_seconds)
     parser.add_argument("--run-timeout", type=float, default=Limits.run_seconds)
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="each kernel's memory, its /tmp included (default %(default)s)")
+    parser.add_argument("--disk-mb", type=int, default=Limits.disk_mb,
+                        help="each kernel's /tmp, and any one file it writes (default %(default)s)")
     parser.add_argument("--tamper", choices=("fail", "restore"), default="fail")
     parser.add_argument("--no-sandbox", action="store_true", help="only where namespaces are unavailable")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="grade on the workers of this Dask scheduler instead of local processes")
     args = parser.parse_args(argv)
+    args.seed = chosen_seed(args.seed, args.course)
     use_sandbox = not args.no_sandbox
     if use_sandbox:
         missing = sandbox.missing_requirements()
@@ -34,8 +40,13 @@ def main(argv=None) -> int:
             print(f"refusing to grade without the sandbox: {missing} "
                   "(pass --no-sandbox to accept the risk)", file=sys.stderr)
             return 2
+    if use_sandbox and not args.scheduler and not cgroups.available():
+        print("note: no cgroup per kernel here (" + ("not root" if os.geteuid() else "no writable "
+              "cgroup hierarchy") + "): a kernel's memory is bounded per process only; see the "
+              "guide's threat model", file=sys.stderr)
     runs = [GradingRun(args.course.resolve(), assignment, args.seed,
-                       Limits(args.cell_timeout, args.run_timeout, args.memory_mb), args.tamper, use_sandbox)
+                       Limits(args.cell_timeout, args.run_timeout, args.memory_mb, disk_mb=args.disk_mb),
+                       args.tamper, use_sandbox)
             for assignment in dict.fromkeys(args.assignments)]
     executor = None
     graded = []
@@ -77,6 +88,18 @@ def main(argv=None) -> int:
               + "\n  ".join(failed), file=sys.stderr)
         return 4
     return 0
+
+
+def chosen_seed(given: int | None, course: Path) -> int:
+    """The grading seed: ``--seed``, else ``$COURSE_GRADING_SEED``, else the course's own (made
+    on first use). Never a default that everyone knows: the checks are public."""
+    if given is not None:
+        return given
+    if os.environ.get(SEED_VARIABLE):
+        return int(os.environ[SEED_VARIABLE])
+    seed = course_seed(course.resolve(), create=True)
+    print(f"grading seed: the course's own, kept in {course.resolve() / SEED_FILE}", file=sys.stderr)
+    return seed
 
 
 def control_fault(run: GradingRun, executor=None) -> str:

@@ -48,10 +48,17 @@ def course_bundle(run) -> dict[str, bytes]:
 
 
 def submission_files(path: Path) -> dict[str, bytes]:
-    """The notebooks of one submission folder, as sent (the grader reads nothing else of it)."""
-    folder = path.parent
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.ipynb")) if p.is_file()} \
-        if folder.is_dir() else {}
+    """The notebooks of one submission folder, as sent (the grader reads nothing else of it, and
+    never a link)."""
+    from attention_course_instructor.grading.hardened.assemble import read_regular_file
+
+    files = {}
+    for notebook in sorted(path.parent.glob("*.ipynb")) if path.parent.is_dir() else []:
+        try:
+            files[notebook.name] = read_regular_file(notebook)
+        except OSError:
+            continue
+    return files
 
 
 def _materialize(bundle: dict[str, bytes], assignment: str) -> Path:

@@ -36,8 +36,12 @@ def result_from_dict(data: dict) -> SubmissionGrade:
 
 
 def sweep_stale_batches(tmp: str | None = None) -> list[str]:
-    """Remove the batch folders of graders that no longer run, and the kernel folders they had
-    to keep outside (:func:`~.kernel.kernel_folder`); returns what was removed."""
+    """Remove the batch folders of graders that no longer run, the kernel folders they had to
+    keep outside (:func:`~.kernel.kernel_folder`) and the cgroups of their kernels; returns what
+    was removed."""
+    from attention_course_instructor.grading.hardened.cgroups import sweep_stale_cgroups
+
+    sweep_stale_cgroups()                                # kernels' cgroups of dead graders
     removed = []
     for folder in Path(tmp or tempfile.gettempdir()).glob(BATCH_PREFIX + "*"):
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from attention_course_instructor.grading.checks import kernel_seed
 from attention_course_instructor.grading.hardened.assemble import (SubmissionError, assemble, import_notes,
-                                                                   read_submission)
+                                                                   link_on_path, read_submission)
 from attention_course_instructor.grading.hardened.executors import LocalWorkers
 from attention_course_instructor.grading.hardened.kernel import CellRunner, KernelStartError
 from attention_course_instructor.grading.hardened.run import GradingRun
@@ -39,7 +39,8 @@ def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGra
         outcomes = runner.run(sources)
         result.cells = score_cells(source, roles, outcomes, lab, seed)
         for (role, gid), outcome in zip(roles, outcomes):
-            what = error_words(outcome.error) if outcome.status == "error" else outcome.status
+            what = (error_words(outcome.error) if outcome.status == "error" else
+                    f"{outcome.status} ({outcome.error})" if outcome.error else outcome.status)
             if role == "solution" and outcome.status != "ok":
                 result.flags.append(f"answer cell {gid!r}: {what}")
             elif role in ("prelude", "run") and outcome.status != "ok":
@@ -65,8 +66,9 @@ def find_submissions(run: GradingRun) -> dict[str, Path]:
     root = run.root / "submitted"
     if not root.exists():
         return {}
+    # a link (to a folder or not) is listed too, so that it is refused with its reason, not skipped
     return {d.name: d / run.assignment / run.notebook for d in sorted(root.iterdir())
-            if (d / run.assignment).is_dir()}
+            if (d / run.assignment).is_dir() or (d / run.assignment).is_symlink() or d.is_symlink()}
 
 
 def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None = None,
@@ -74,4 +76,11 @@ def grade_batch(run: GradingRun, jobs: int = 1, students: dict[str, Path] | None
     """Grade every submission on ``jobs`` local worker processes, or on ``executor`` (a
     :class:`~.dask_workers.DaskWorkers`); one failure never stops the others."""
     students = students if students is not None else find_submissions(run)
-    return (executor or LocalWorkers(jobs)).grade(run, students)
+    refused = {s: link_on_path(Path(p), run.root / "submitted") for s, p in students.items()}
+    refused = {s: why for s, why in refused.items() if why}
+    graded = (executor or LocalWorkers(jobs)).grade(run, {s: p for s, p in students.items()
+                                                          if s not in refused}) if len(refused) < len(students) else []
+    by_student = {r.student: r for r in graded}
+    for student, why in refused.items():                 # never read, never sent to a worker
+        by_student[student] = SubmissionGrade(student, zero_cells(run.source(), why), error=why)
+    return [by_student[s] for s in students]

@@ -11,6 +11,12 @@ only what grading reads (the probe records and the names of errors) and counts t
 single message may exceed ``Caps.message_bytes`` (ZeroMQ drops the connection of a peer that
 sends one). A kernel that cannot start is tried again; if it still cannot, :class:`KernelStartError`
 says so, and the submission is the grader's fault, never the student's zero.
+
+What a kernel may hold is bounded too (:class:`Limits`): as root, each kernel has a cgroup of its
+own (:mod:`.cgroups`) counting the memory of all its processes, its ``/tmp`` included; its
+``/tmp`` (its home and working folder, the only place it can write) has a fixed size. After every
+cell the runner looks at both: a kernel ended by its memory limit is reported as ``died`` with that
+cause, and one whose ``/tmp`` is full ends the submission there (``disk``), as a flood does.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +40,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from traitlets import default
 
 from attention_course import paths
-from attention_course_instructor.grading.hardened import sandbox
+from attention_course_instructor.grading.hardened import cgroups, sandbox
 from attention_course_instructor.grading.hardened.probes import MIME
 
 
@@ -41,8 +48,10 @@ from attention_course_instructor.grading.hardened.probes import MIME
 class Limits:
     cell_seconds: float = 120.0        # one cell
     run_seconds: float = 600.0         # every cell of one submission, restarts included
-    memory_mb: int = 6144              # address space of the kernel process
+    memory_mb: int = 6144              # address space of each kernel process, and (as root) the
+                                       # memory of all its processes together, its /tmp included
     startup_seconds: float = 60.0
+    disk_mb: int = 1024                # its /tmp (home and working folder), and any file it writes
 
 
 @dataclass(frozen=True)
@@ -90,8 +99,8 @@ class OutputFlood(RuntimeError):
 
 @dataclass
 class CellOutcome:
-    status: str                        # ok | error | timeout | died | flood | skipped
-    error: str = ""                    # exception class name, for status == "error"
+    status: str                        # ok | error | timeout | died | flood | disk | skipped
+    error: str = ""                    # exception class name (error); the cause (died, flood, disk)
     outputs: list = field(default_factory=list)
 
 
@@ -116,6 +125,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     sandbox_private: str = ""
     sandbox_memory_mb: int = 0
+    sandbox_disk_mb: int = 0
+    sandbox_cgroup_procs: tuple = ()
     sandbox_uid: int = sandbox.NOBODY
     use_sandbox: bool = True
     message_bytes: int = Caps.message_bytes
@@ -139,7 +150,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not self.use_sandbox:
             return cmd
         return sandbox.wrap(cmd, self.sandbox_private, str(paths.PACKAGE), self.sandbox_memory_mb,
-                            self.sandbox_uid)
+                            self.sandbox_uid, self.sandbox_disk_mb, list(self.sandbox_cgroup_procs))
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
@@ -178,6 +189,47 @@ class CappedClient(NotebookClient):
     caps: Caps = Caps()
     sent_bytes: int = 0
     sent_messages: int = 0
+    refused: int = 0                   # output connections dropped (a message over message_bytes)
+    _monitor = None
+
+    def watch_dropped_messages(self) -> None:
+        """Watch for the output connection being dropped: ZeroMQ drops it when the kernel sends a
+        message over ``Caps.message_bytes``, and does not connect again, so every later output of
+        the kernel (the probes' answers too) would be lost unseen. One such message ends the
+        submission as a flood, with that reason."""
+        socket = self.kc.iopub_channel.socket
+        address = f"inproc://course-iopub-monitor-{uuid.uuid4().hex}"
+        socket.monitor(address, zmq.EVENT_DISCONNECTED)
+        self._monitored = socket
+        self._monitor = zmq.Context.shadow(socket.context.underlying).socket(zmq.PAIR)
+        self._monitor.connect(address)
+
+    def stop_watching(self) -> None:
+        if self._monitor is not None:
+            self._drain(count=False)                                # the kernel's own end
+            try:
+                self._monitored.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(linger=0)
+            self._monitor = None
+
+    def _drain(self, count: bool) -> None:
+        """Read the monitor's events; count the drops (not when the kernel itself has ended: its
+        connection goes with it, and that is not a refused message)."""
+        from zmq.utils.monitor import recv_monitor_message
+
+        while self._monitor is not None and self._monitor.poll(0):
+            if recv_monitor_message(self._monitor)["event"] == zmq.EVENT_DISCONNECTED and count:
+                self.refused += 1
+
+    def dropped_flood(self, kernel_ended: bool = False) -> str:
+        """Why the submission is a flood, a message having been refused ("" while none has)."""
+        self._drain(count=not kernel_ended)
+        if self.refused:
+            return (f"a message over {self.caps.message_bytes // 2 ** 20} MB, which grading refuses; "
+                    "its output could no longer be read")
+        return ""
 
     def process_message(self, msg, cell, cell_index):
         kind, content = msg["msg_type"], msg["content"]
@@ -203,21 +255,38 @@ class CappedClient(NotebookClient):
 class CellRunner:
     """A kernel for one submission; :meth:`run` executes code cells and never raises for them."""
 
+    DISK_FULL_BYTES = 2 ** 20                          # less free than this in /tmp: it is full
+
     def __init__(self, limits: Limits, use_sandbox: bool = True, caps: Caps = Caps()):
         self.limits, self.caps = limits, caps
         self.workdir = kernel_folder()
-        self.uid, self._uid_lock = sandbox.NOBODY, None
+        self.uid, self._uid_lock, self.cgroup = sandbox.NOBODY, None, None
         if use_sandbox:
             try:
                 if os.geteuid() == 0:
                     self.uid, self._uid_lock = sandbox.kernel_uid()  # this kernel's own uid
+                    self.cgroup = cgroups.kernel_cgroup(
+                        cgroups.cgroup_name(self.uid, Path(self.workdir).name[-8:]),
+                        limits.memory_mb, sandbox.NPROC)
                 sandbox.prepare_private(self.workdir, self.uid)
             except Exception:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+                self._release()
                 raise
         self.use_sandbox = use_sandbox
         self.client = None
-        self.sent = (0, 0)                                    # output bytes, messages so far
+        self.sent = (0, 0, 0)                        # output bytes, messages, refused so far
+        self._oom_kills = 0
+
+    @property
+    def bounds(self) -> str:
+        """What bounds this kernel's memory, in the words of the report."""
+        if not self.use_sandbox:
+            return "none (no sandbox)"
+        if self.cgroup is not None:
+            return (f"cgroup v{self.cgroup.version}: {self.limits.memory_mb} MB for all its processes "
+                    f"and /tmp; /tmp {self.limits.disk_mb} MB")
+        return (f"address space {self.limits.memory_mb} MB per process; /tmp {self.limits.disk_mb} MB "
+                "(no cgroup: see the guide)")
 
     def _start(self):
         """Start the kernel, trying again when it does not come up (a machine short of processes,
@@ -238,6 +307,8 @@ class CellRunner:
                                     ip=os.path.join(self.workdir, "kernel"))
         km.connection_file = os.path.join(self.workdir, "connection.json")
         km.sandbox_private, km.sandbox_memory_mb = self.workdir, self.limits.memory_mb
+        km.sandbox_disk_mb = self.limits.disk_mb
+        km.sandbox_cgroup_procs = tuple(self.cgroup.procs_files) if self.cgroup else ()
         km.sandbox_uid, km.use_sandbox = self.uid, self.use_sandbox
         km.message_bytes, km.queued = self.caps.message_bytes, self.caps.queued
         nb = nbformat.v4.new_notebook()
@@ -246,16 +317,23 @@ class CellRunner:
                                    allow_errors=True, interrupt_on_timeout=False,
                                    record_timing=False, kernel_name="python3")
         self.client.caps = self.caps
-        self.client.sent_bytes, self.client.sent_messages = self.sent
+        self.client.sent_bytes, self.client.sent_messages, self.client.refused = self.sent
+        if self.use_sandbox:
+            sandbox.prepare_private(self.workdir, self.uid)  # the kernel makes its sockets here
+        home = sandbox.KERNEL_HOME if self.use_sandbox else self.workdir
         # the kernel's own stdout and stderr (not its cells' outputs) go nowhere: nothing a
         # submission writes to a file descriptor reaches the grader's terminal or logs
-        self.client.start_new_kernel(cwd=self.workdir, env=kernel_environment(self.workdir),
+        self.client.start_new_kernel(cwd=self.workdir, env=kernel_environment(home),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.client.start_new_kernel_client()
+        self.client.watch_dropped_messages()
+        if self.use_sandbox:
+            sandbox.seal_private(self.workdir)             # sockets made: nothing more to write
 
     def _stop(self):
         if self.client is not None:
-            self.sent = (self.client.sent_bytes, self.client.sent_messages)   # across restarts
+            self.client.stop_watching()
+            self.sent = (self.client.sent_bytes, self.client.sent_messages, self.client.refused)
             try:
                 self.client._cleanup_kernel()
             except Exception:                                       # already gone
@@ -265,6 +343,13 @@ class CellRunner:
             except Exception:
                 pass
             self.client = None
+
+    def _release(self):
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        if self._uid_lock is not None:
+            self._uid_lock.close()                             # the uid goes back to the pool
 
     def _execute(self, source: str, timeout: float) -> CellOutcome:
         cell = nbformat.v4.new_code_cell(source)
@@ -285,9 +370,30 @@ class CellRunner:
             return CellOutcome("died", outputs=cell.outputs)
         return CellOutcome("ok", outputs=cell.outputs)
 
+    def _bounded(self, outcome: CellOutcome) -> CellOutcome:
+        """The outcome, told apart when a bound ended it: the memory limit (the cgroup's count of
+        kills went up), a full ``/tmp``, or messages too large to be delivered."""
+        if self.cgroup is not None and outcome.status in ("died", "timeout"):
+            kills = self.cgroup.oom_kills()
+            if kills > self._oom_kills:
+                self._oom_kills = kills
+                return CellOutcome("died", f"it reached its memory limit ({self.limits.memory_mb} MB, "
+                                           "its /tmp included)")
+        if self.client is not None:
+            flood = self.client.dropped_flood(kernel_ended=outcome.status in ("died", "timeout"))
+            if flood:
+                return CellOutcome("flood", flood)
+        if self.use_sandbox and self.client is not None and outcome.status != "died":
+            usage = sandbox.tmp_usage(self.client.km.provisioner.pid)
+            if usage is not None and usage[1] - usage[0] < self.DISK_FULL_BYTES:
+                return CellOutcome("disk", f"it filled its {self.limits.disk_mb} MB of disk space "
+                                           f"(/tmp: {usage[2]} files)")
+        return outcome
+
     def run(self, sources: list[str]) -> list[CellOutcome]:
         """Execute each source in order; a timeout or death restarts the kernel and replays the
-        cells that had succeeded, then carries on with the next cell."""
+        cells that had succeeded, then carries on with the next cell. A flood or a full disk ends
+        the submission there."""
         deadline = time.monotonic() + self.limits.run_seconds
         outcomes: list[CellOutcome] = []
         succeeded: list[str] = []
@@ -298,10 +404,10 @@ class CellRunner:
                 if left <= 1:
                     outcomes.append(CellOutcome("timeout", "the submission's time limit was reached"))
                     continue
-                outcome = self._execute(source, min(self.limits.cell_seconds, left))
+                outcome = self._bounded(self._execute(source, min(self.limits.cell_seconds, left)))
                 outcomes.append(outcome)
-                if outcome.status == "flood":                  # the submission ends here
-                    outcomes += [CellOutcome("flood", outcome.error)] * (len(sources) - len(outcomes))
+                if outcome.status in ("flood", "disk"):        # the submission ends here
+                    outcomes += [CellOutcome(outcome.status, outcome.error)] * (len(sources) - len(outcomes))
                     break
                 if outcome.status == "ok":
                     succeeded.append(source)
@@ -314,7 +420,5 @@ class CellRunner:
                             break
         finally:
             self._stop()
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            if self._uid_lock is not None:
-                self._uid_lock.close()                         # the uid goes back to the pool
+            self._release()
         return outcomes

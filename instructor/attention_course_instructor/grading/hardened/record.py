@@ -22,16 +22,15 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import shutil
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from attention_course.tables import markdown_table
+from attention_course.tables import markdown_table, visible
 from attention_course_instructor.grading import late
-from attention_course_instructor.grading.hardened.assemble import read_submission
+from attention_course_instructor.grading.hardened.assemble import read_regular_file, read_submission
 from attention_course_instructor.grading.hardened.score import SubmissionGrade
 from attention_course_instructor.grading.nbgrader_cli import NbgraderError, run_nbgrader
 from attention_course_instructor.grading.notebook import (grade_id, is_autograded_test, is_solution,
@@ -167,9 +166,11 @@ def _write_one_autograded(run, result, source, checksums, written: Written) -> N
     graded = autograded_notebook(source, submitted, result, checksums)
     nbformat.write(graded, target)
     written.notebooks[result.student] = graded
-    for name in SUBMISSION_FILES:
-        if (submitted_dir / name).is_file():
-            shutil.copy2(submitted_dir / name, folder / name)
+    for name in SUBMISSION_FILES:                      # regular files only: a link is never read
+        try:
+            (folder / name).write_bytes(read_regular_file(submitted_dir / name, limit=4096))
+        except OSError:
+            (folder / name).unlink(missing_ok=True)
 
 
 # what nbgrader keeps beside a submitted notebook: when it was submitted, and the secret that names
@@ -252,8 +253,10 @@ def run_timestamp(run, submitted_dir: Path):
     """The submission's timestamp as nbgrader reads it (``timestamp.txt``), or None."""
     from nbgrader.utils import parse_utc
 
-    stamp = submitted_dir / "timestamp.txt"
-    text = stamp.read_text().strip() if stamp.exists() else ""
+    try:
+        text = read_regular_file(submitted_dir / "timestamp.txt", limit=4096).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
     try:
         return parse_utc(text) if text else None
     except ValueError:
@@ -280,6 +283,19 @@ def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
             _fault(result, "making the feedback", exc)
 
 
+def limits_line(course) -> str:
+    """The bounds each kernel of this run had, as the report states them."""
+    limits = course.limits
+    line = (f"limits {limits.cell_seconds:g} s a cell, {limits.run_seconds:g} s a submission, "
+            f"{limits.memory_mb} MB of memory and {limits.disk_mb} MB of disk (/tmp) a kernel")
+    if course.use_sandbox:
+        from attention_course_instructor.grading.hardened import cgroups
+
+        line += ("; memory counted per kernel by a cgroup" if cgroups.available() else
+                 "; no cgroup on this machine: memory bounded per process only")
+    return line
+
+
 def write_report(course, results: list[SubmissionGrade], folder: Path | None = None,
                  late_work: list | None = None) -> Path:
     """``report.csv`` (one row per student and cell), ``report.json`` and ``report.md``, which also
@@ -291,7 +307,7 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
         writer.writerow(["student", "cell", "points", "score", "status", "reason"])
         for r in results:
             for c in r.cells:
-                writer.writerow([r.student, c.grade_id, c.points, "" if c.score is None else c.score,
+                writer.writerow([visible(r.student), c.grade_id, c.points, "" if c.score is None else c.score,
                                  c.status, c.reason])
     (folder / "report.json").write_text(json.dumps(
         [asdict(r) | {"score": r.score, "max_score": r.max_score} for r in results], indent=1))
@@ -304,7 +320,7 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
     # markdown_table escapes every cell: student-controlled text cannot break the table
     lines = [f"# Grading report: {course.assignment}", "",
              f"{len(results)} submissions, seed {course.seed}, sandbox "
-             f"{'on' if course.use_sandbox else 'OFF'}.", "",
+             f"{'on' if course.use_sandbox else 'OFF'}; {limits_line(course)}.", "",
              markdown_table(["student", "auto score", "zeros and reasons", "flags"], map(row, results))]
     if late_work:
         lines += ["", f"## Late submissions ({len(late_work)})", "",
@@ -319,6 +335,6 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
         lines += ["", f"## Grader faults ({len(faults)})", "",
                   "Not the students' doing: no score was recorded for them. Fix the cause and grade "
                   "the lab again (a re-grade keeps the manual scores of unchanged answers).", ""]
-        lines += [f"- {r.student}: {r.fault}".replace("\n", " ") for r in faults]
+        lines += [visible(f"- {r.student}: {r.fault}".replace("\n", " ")) for r in faults]
     (folder / "report.md").write_text("\n".join(lines) + "\n")
     return folder

@@ -7,23 +7,29 @@ Every grading kernel runs under ``bwrap`` (bubblewrap, the sandbox Flatpak is bu
 - **a root filesystem holding only what it needs**, read-only: the system's ``/usr``, the Python
   installation and environment that run it, and the student package; the instructor package
   (this grader) is hidden wherever it is installed; a private folder (the only writable place:
-  its connection file, sockets and home),
-  and empty ``/tmp`` and ``/dev``. Nothing else of the machine exists in its view;
+  its connection file and sockets), an empty ``/dev`` and an empty ``/tmp`` of a bounded size
+  (``--disk-mb``), which is its home and working folder. Nothing else of the machine exists in
+  its view. When the grader is root, the private folder is given back to root once the kernel
+  has made its sockets there, so ``/tmp`` is the only place the kernel can write;
 - **a real unprivileged user of its own**: when the grader is root each kernel runs as a uid of
   its own, taken from a pool (:func:`kernel_uid`: ``COURSE_KERNEL_UID_BASE`` and the next
   ``KERNEL_UIDS``, held with a lock for the kernel's life; real credentials in the machine's own
   user namespace, not root behind a uid map), with no capabilities and ``no_new_privs``; when the
   grader is an ordinary user the kernel runs as that user, in a user namespace, and sees nothing of
   that user's files beyond the list above;
-- **limits**: address space (``--memory-mb``) and, as root's kernels, a process count per uid
-  (``NPROC``), so one kernel's fork or thread flood cannot use up another kernel's processes;
+- **limits**: address space (``--memory-mb``), the size of any file it writes (``RLIMIT_FSIZE``,
+  the disk budget) and, as root's kernels, a process count per uid (``NPROC``), so one kernel's
+  fork or thread flood cannot use up another kernel's processes. As root, the launcher also puts
+  the kernel into a cgroup of its own (:mod:`.cgroups`, made by the grader) before bubblewrap
+  starts: memory of all its processes, its ``/tmp`` included, and its process count;
 - **an end**: bwrap is the PID namespace's init and dies with its parent, so when the kernel ends
   or is killed, every process the submission started ends with it.
 
 The launcher is this file run as a script (standard library only): it sets the limits, then
 replaces itself with ``bwrap``::
 
-    python .../hardened/sandbox.py --memory-mb M --nproc P -- bwrap ... -- [setpriv ...] KERNEL
+    python .../hardened/sandbox.py --memory-mb M --fsize-mb D --nproc P [--cgroup-procs FILE ...] \
+        -- bwrap ... -- [setpriv ...] KERNEL
 """
 from __future__ import annotations
 
@@ -92,9 +98,13 @@ def hidden_trees(trees: list[str]) -> list[str]:
     return [hidden] if inside else []
 
 
-def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
+KERNEL_HOME = "/tmp"            # the kernel's home and working folder, inside the sandbox
+
+
+def bwrap_args(private: str, package: str, as_root: bool, disk_mb: int = 0) -> list[str]:
     """The bubblewrap command line (up to its ``--``) for a kernel whose private folder is
-    ``private`` and whose course package is ``package``."""
+    ``private`` and whose course package is ``package``; its ``/tmp`` holds at most ``disk_mb``
+    (0: bubblewrap's default, half the machine's memory)."""
     args = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
             "--die-with-parent", "--new-session", "--hostname", "grading"]
     if not as_root:
@@ -120,7 +130,10 @@ def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
     for tree in trees:
         if not tree.startswith("/tmp/"):
             place(tree, "--ro-bind")
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
+    if disk_mb:
+        args += ["--size", str(disk_mb * 2 ** 20)]
+    args += ["--tmpfs", "/tmp"]
     made |= {"/proc", "/dev", "/tmp"}
     for tree in trees:                                # a CI checkout under /tmp comes back into it
         if tree.startswith("/tmp/"):
@@ -128,7 +141,7 @@ def bwrap_args(private: str, package: str, as_root: bool) -> list[str]:
     place(private, "--bind")
     for hidden in hidden_trees(trees):                # the grader's own tooling stays out of view
         args += ["--tmpfs", hidden]
-    args += ["--chdir", private]
+    args += ["--chdir", KERNEL_HOME]
     if as_root:                                        # bwrap keeps just what setpriv needs
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     return args
@@ -140,24 +153,69 @@ def setpriv_args(uid: int = NOBODY) -> list[str]:
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def wrap(command: list[str], private: str, package: str, memory_mb: int, uid: int = NOBODY) -> list[str]:
+def wrap(command: list[str], private: str, package: str, memory_mb: int, uid: int = NOBODY,
+         disk_mb: int = 0, cgroup_procs: list[str] = ()) -> list[str]:
     """The command line that runs ``command`` inside the sandbox (as ``uid`` when the grader is
-    root: give each kernel its own, from :func:`kernel_uid`)."""
+    root: give each kernel its own, from :func:`kernel_uid`), with ``/tmp`` and every file it
+    writes bounded by ``disk_mb``, in the cgroup whose ``cgroup.procs`` files are given."""
     as_root = os.geteuid() == 0
     launcher = [sys.executable, "-P", os.path.abspath(__file__), "--memory-mb", str(memory_mb),
-                "--nproc", str(NPROC if as_root else 0), "--"]
+                "--fsize-mb", str(disk_mb), "--nproc", str(NPROC if as_root else 0)]
+    for procs in cgroup_procs:
+        launcher += ["--cgroup-procs", procs]
+    launcher.append("--")
     inner = setpriv_args(uid) if as_root else []
     # the kernel's parent is the namespace's init (pid 1), so ipykernel must not watch its parent
     # pid (it would shut down at once); bwrap ends the kernel when the grader goes instead
     unwatched = ["env", "-u", "JPY_PARENT_PID"]
-    return [*launcher, *bwrap_args(private, package, as_root), "--", *inner, *unwatched, *command]
+    return [*launcher, *bwrap_args(private, package, as_root, disk_mb), "--", *inner, *unwatched,
+            *command]
 
 
 def prepare_private(folder: str, uid: int = NOBODY) -> None:
-    """The kernel's private folder: its own (``uid``'s when the grader is root), mode 0700."""
+    """The kernel's private folder: its own (``uid``'s when the grader is root), mode 0700, so that
+    the kernel can make its sockets there."""
     if os.geteuid() == 0:
         os.chown(folder, uid, uid)
     os.chmod(folder, 0o700)
+
+
+def seal_private(folder: str) -> None:
+    """Once the kernel's sockets are made: the private folder back to root (0755), so that the
+    kernel can no longer write into it, only use its sockets. An ordinary user's grader cannot
+    take it back from a kernel that runs as that same user (the guide says so)."""
+    if os.geteuid() == 0:
+        os.chown(folder, 0, 0)
+        os.chmod(folder, 0o755)
+
+
+def sandbox_view(launcher_pid: int) -> int | None:
+    """A process inside the sandbox that the launcher ``launcher_pid`` started (bubblewrap's
+    child, in the kernel's own mount namespace), or None when there is none any more."""
+    for stat in os.scandir("/proc"):
+        if not stat.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{stat.name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == launcher_pid:
+            return int(stat.name)
+    return None
+
+
+def tmp_usage(launcher_pid: int) -> tuple[int, int, int] | None:
+    """``(bytes used, bytes in all, files)`` of the sandbox's ``/tmp``, seen from outside through
+    ``/proc/<pid>/root``; None when the sandbox has ended or cannot be seen."""
+    inside = sandbox_view(launcher_pid)
+    if inside is None:
+        return None
+    try:
+        st = os.statvfs(f"/proc/{inside}/root{KERNEL_HOME}")
+    except OSError:
+        return None
+    return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_blocks * st.f_frsize, st.f_files - st.f_ffree
 
 
 def missing_requirements() -> str:
@@ -195,13 +253,21 @@ def available() -> bool:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--fsize-mb", type=int, default=0)
     parser.add_argument("--nproc", type=int, default=0)
+    parser.add_argument("--cgroup-procs", action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    for procs in args.cgroup_procs:                   # join the kernel's cgroup: everything the
+        with open(procs, "w") as fh:                  # sandbox starts is counted there
+            fh.write(str(os.getpid()))
     if args.memory_mb:
         limit = args.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if args.fsize_mb:
+        limit = args.fsize_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     if args.nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
     os.execvp(command[0], command)

@@ -63,6 +63,21 @@ class SubmissionGrade:
         return sum(c.points for c in self.cells if c.score is not None)
 
 
+ENDINGS = ("timeout", "died", "flood", "disk")      # a cell (or the submission) ended by a bound
+
+
+def ending_reason(outcome) -> str:
+    """Why a cell ended without an answer, naming the bound that ended it where it is known."""
+    if outcome.status == "timeout":
+        return "the cell ran past its time limit"
+    if outcome.status == "died":
+        return (f"the kernel died: {outcome.error}" if outcome.error
+                else "the kernel died (an exit, a crash or the memory limit)")
+    if outcome.status == "flood":
+        return f"the submission sent more output than grading accepts ({outcome.error}): its grading stopped there"
+    return f"the submission ran out of disk space ({outcome.error}): its grading stopped there"
+
+
 def error_words(name: str) -> str:
     """An exception reported by the kernel, as it may be quoted back to the student."""
     return f"raised {name}" if name in QUOTABLE_ERRORS else "raised an exception"
@@ -70,8 +85,9 @@ def error_words(name: str) -> str:
 
 def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]:
     """One CellGrade per graded cell of the source, in notebook order."""
-    broken = [f"{gid or 'an added cell'} {o.status}" for (role, gid), o in zip(roles, outcomes)
-              if role in ("solution", "run", "prelude", "extra") and o.status in ("timeout", "died", "flood")]
+    broken = [f"{gid or 'an added cell'} {o.status}" + (f": {o.error}" if o.error and o.status != "timeout" else "")
+              for (role, gid), o in zip(roles, outcomes)
+              if role in ("solution", "run", "prelude", "extra") and o.status in ENDINGS]
     context = f" (earlier: {', '.join(broken)})" if broken else ""
     grades = []
     for cell in source.cells:
@@ -82,12 +98,8 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
             grades.append(CellGrade(gid, worth, None, "manual", ["graded by hand"]))
             continue
         outcome = outcomes[roles.index(("probe", gid))]
-        if outcome.status in ("timeout", "died", "flood"):
-            reason = {"timeout": "the cell ran past its time limit",
-                      "died": "the kernel died (an exit, a crash or the memory limit)",
-                      "flood": "the submission sent more output than grading accepts ("
-                               f"{outcome.error}): its grading stopped there"}[outcome.status]
-            grades.append(CellGrade(gid, worth, 0.0, outcome.status, [reason + context]))
+        if outcome.status in ENDINGS:
+            grades.append(CellGrade(gid, worth, 0.0, outcome.status, [ending_reason(outcome) + context]))
             continue
         if outcome.status == "error":
             grades.append(CellGrade(gid, worth, 0.0, "error",
@@ -101,6 +113,8 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
             failures = lab.compare(gid, record, seed)
         except Exception:                          # an answer the comparison did not foresee
             failures = ["the answer could not be checked (its structure is not what the task asks for)"]
+        if failures and context:                   # a bound ended an earlier cell: say so
+            failures = [*failures[:MAX_REASONS - 1], f"an earlier cell ended early: {', '.join(broken)}"]
         grades.append(CellGrade(gid, worth, 0.0 if failures else worth,
                                 "failed" if failures else "passed", bounded(failures)))
     return grades
