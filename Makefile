@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: book test browser-deps release edition grade hub hub-env hub-remove-demo wheel benchmark clean
+.PHONY: book test browser-deps release edition grade hub hub-deps hub-env hub-remove-demo wheel benchmark clean
 
 book: $(STAMP) browser-deps          ## build the executed book (and its PDF) into _build/html
 	$(PY) -m attention_course_instructor.book.build
@@ -61,23 +61,28 @@ ASSIGNMENT ?= lab8 lab12
 grade: $(STAMP)
 	$(PY) -m attention_course_instructor.grading.hardened $(ASSIGNMENT) $(GRADE_ARGS)
 
-# The course hub on this machine (see deploy/hub/README.md; run as root). For trying it out it makes
-# the demo accounts of deploy/hub/roster.json and prints one shared password; production: edit the
-# roster, COURSE_HUB_AUTH=pam (the accounts' own passwords), COURSE_HUB_IP=0.0.0.0 behind TLS.
+# The course hub on this machine (see the guide, book/instructors/course-hub.md; run as root). For
+# trying it out it makes the demo accounts of deploy/hub/roster.json and one shared password, kept
+# in the hub's state; production: edit the roster, COURSE_HUB_AUTH=pam (the accounts' own
+# passwords), COURSE_HUB_IP=0.0.0.0 behind TLS. Every setting is an environment variable read by
+# deploy/hub/jupyterhub_config.py (COURSE_HUB_PORT, COURSE_HUB_STATE, COURSE_ROSTER, ...).
 HUB_PREFIX ?= /opt/attention-course
 COURSE_HUB_AUTH ?= shared-password
-hub-env: $(STAMP) browser-deps       ## the environment every hub user's server runs in
+hub hub-remove-demo: export COURSE_HUB_AUTH := $(COURSE_HUB_AUTH)
+hub hub-remove-demo: export COURSE_USER_ENV := $(HUB_PREFIX)/env
+hub-deps:                            ## what the hub machine needs from Debian (no browser)
+	@command -v bwrap >/dev/null 2>&1 && command -v patchelf >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap patchelf; \
+	  else echo "run it as root: the hub makes system accounts" >&2; exit 1; fi; }
+hub-env: $(STAMP) hub-deps           ## the environment every hub user's server runs in
+	@echo "building the course environment in $(HUB_PREFIX)/env (the first time takes a few minutes) ..."
 	$(PY) deploy/hub/user_env.py --prefix $(HUB_PREFIX)
-	cd deploy/hub && npm ci --no-audit --no-fund
-hub: hub-env
-	$(PY) deploy/hub/course.py setup $(if $(filter shared-password,$(COURSE_HUB_AUTH)),--create-users)
-	@export COURSE_HUB_AUTH=$(COURSE_HUB_AUTH) COURSE_USER_ENV=$(HUB_PREFIX)/env; \
-	if [ "$$COURSE_HUB_AUTH" = shared-password ]; then \
-	  export COURSE_HUB_PASSWORD=$${COURSE_HUB_PASSWORD:-$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(9))')}; \
-	  echo "course hub on http://127.0.0.1:$${COURSE_HUB_PORT:-8000}: log in as any roster name with password $$COURSE_HUB_PASSWORD"; fi; \
-	$(abspath $(VENV))/bin/jupyterhub -f deploy/hub/jupyterhub_config.py
-hub-remove-demo:                     ## remove the accounts `make hub` created
-	$(PY) deploy/hub/course.py remove-users
+	@echo "installing the hub's proxy (npm ci) ..."
+	cd deploy/hub && npm ci --no-audit --no-fund --silent
+hub: hub-env                         ## start the course hub (Ctrl-C stops it)
+	$(PY) deploy/hub/course.py start $(if $(filter shared-password,$(COURSE_HUB_AUTH)),--create-users)
+hub-remove-demo:                     ## remove the demo's accounts, its hub data, exchange and submissions
+	$(PY) deploy/hub/course.py remove-users --data
 
 # The two wheels into dist/: the student package (students install it where there is no
 # repository: Colab, a laptop) and the instructor package (the grader, the book's build).

@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "instructor"))
 
 from attention_course_instructor.grading.preprocessors import (  # noqa: E402
-    ExposeLabChecks, QuietOverwriteCells, StampCourseVersion, StripSolutionMarkers,
+    DropTextTwin, ExposeLabChecks, QuietOverwriteCells, StampCourseVersion, StripSolutionMarkers,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -37,14 +37,18 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.md",
                             "checks.py"]
 
-# Collecting from the exchange: a submission counts only for the account that wrote it (stock
-# nbgrader warns about a folder forged in another student's name, then collects it anyway)
-c.ExchangeFactory.collect = "attention_course_instructor.grading.exchange.OwnerCheckedCollect"
+# Collecting (attention_course_instructor/grading/exchange.py): from the hub's submission service
+# when CourseCollect.service_url is set (the hub's instructor settings set it), else from the
+# inbound folder -- only the named student's own folder and files, never through a link; the time
+# of submission is the exchange's (the service's clock, or the files' change time), never the one a
+# student wrote; what was refused and why is logged and kept beside the submission
+c.ExchangeFactory.collect = "attention_course_instructor.grading.exchange.CourseCollect"
 
 # The release: nbgrader's own steps, with the course version stamped into the install cell first
-# (before the checksums are taken)
+# (before the checksums are taken) and the MyST twin's pairing dropped (the student's Jupyter would
+# write a <lab>.md beside their notebook at every save)
 c.GenerateAssignment.preprocessors = [
-    StampCourseVersion, IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions, ClearOutput,
+    StampCourseVersion, DropTextTwin, IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions, ClearOutput,
     CheckCellMetadata, ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums,
     CheckCellMetadata,
 ]
@@ -52,12 +56,15 @@ c.GenerateAssignment.preprocessors = [
 # Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
 # (CI executes the solution notebook in a test instead).
 c.GenerateSolution.preprocessors = [
-    StampCourseVersion, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
+    StampCourseVersion, DropTextTwin, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
     StripSolutionMarkers,
 ]
 
-# Feedback shows the student's notebook with scores but never the hidden tests' source.
+# Feedback shows the student's notebook with scores but never the hidden tests' source, on nbgrader's
+# page with its scores named by task and no script (grading/feedback.py: JupyterLab opens HTML
+# files untrusted)
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.exporter_class = "attention_course_instructor.grading.feedback.CourseFeedbackExporter"
 c.ClearHiddenTests.enforce_metadata = False
 
 # Autograding: PyTorch cells need longer than the 30 s default; minimal tracebacks so a failing

@@ -45,8 +45,9 @@ def prepare() -> None:
                        stdout=subprocess.DEVNULL)
 
 
-def free_ports(n: int = 3) -> int:
-    """A first port p with p .. p + n - 1 all free on 127.0.0.1 (proxy, hub, proxy API)."""
+def free_ports(n: int = 4) -> int:
+    """A first port p with p .. p + n - 1 all free on 127.0.0.1 (proxy, hub, proxy API, the
+    submission service)."""
     for _ in range(200):
         base = 20000 + secrets.randbelow(30000)
         try:
@@ -70,11 +71,14 @@ class Hub:
         self.tmp = Path(tempfile.mkdtemp(prefix="course-hub-"))
         self.tmp.chmod(0o755)
         self.exchange = self.tmp / "exchange"
+        self.submissions = self.tmp / "submissions"
+        self.exchange_user = f"tx{secrets.token_hex(3)}"      # the submission service's account
         (self.tmp / "roster.json").write_text(json.dumps({"instructors": instructors, "students": students}))
         self.port = free_ports()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "COURSE_ID": COURSE_ID, "COURSE_ROSTER": str(self.tmp / "roster.json"),
                     "COURSE_EXCHANGE": str(self.exchange), "COURSE_USER_ENV": str(USER_ENV),
+                    "COURSE_SUBMISSIONS": str(self.submissions), "COURSE_EXCHANGE_USER": self.exchange_user,
                     "COURSE_HUB_STATE": str(self.tmp / "state"), "COURSE_HUB_PORT": str(self.port),
                     "COURSE_HUB_AUTH": "shared-password", "COURSE_HUB_PASSWORD": self.password}
         self.process = None
@@ -82,13 +86,11 @@ class Hub:
 
     # --- life cycle --------------------------------------------------------------------------
     def __enter__(self):
+        """Start the hub as ``make hub`` does (``course.py start``: set-up, then the hub)."""
         try:
-            if self.setup:
-                subprocess.run([sys.executable, str(HUB / "course.py"), "setup", "--create-users"],
-                               env=self.env, check=True, capture_output=True, text=True)
-            self.log = open(self.tmp / "hub.log", "w")
+            self.log = open(self.tmp / "start.log", "w")
             self.process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],
+                [sys.executable, str(HUB / "course.py"), "start", *(["--create-users"] if self.setup else [])],
                 cwd=self.tmp, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
             self._wait_until_up()
         except BaseException:
@@ -109,18 +111,26 @@ class Hub:
             time.sleep(0.5)
         raise RuntimeError(f"the hub did not come up:\n{self.log_text()}")
 
+    @property
+    def hub_log(self) -> Path:
+        """JupyterHub's own log (``course.py start`` writes it into the hub's state)."""
+        return self.tmp / "state" / "hub.log"
+
     def log_text(self) -> str:
-        return (self.tmp / "hub.log").read_text()[-6000:]
+        start = (self.tmp / "start.log").read_text() if (self.tmp / "start.log").exists() else ""
+        hub = self.hub_log.read_text() if self.hub_log.exists() else ""
+        return (start[-3000:] + "\n" + hub[-6000:]).strip()
 
     def __exit__(self, *exc):
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)       # the hub stops users' servers and proxy
+            os.killpg(self.process.pid, signal.SIGTERM)       # course.py stops the hub, which stops
+                                                              # users' servers and the proxy
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
-        for name in self.instructors + self.students:           # servers run in their own sessions
+        for name in self.instructors + self.students + [self.exchange_user]:   # own sessions
             subprocess.run(["pkill", "-KILL", "-u", name], check=False)
         subprocess.run([sys.executable, str(HUB / "course.py"), "remove-users"], env=self.env, check=False,
                        capture_output=True)
@@ -194,11 +204,16 @@ class Hub:
         home = os.path.expanduser(f"~{name}")
         env = ["env", "-i", f"HOME={home}", f"USER={name}", f"PATH={USER_ENV / 'bin'}:/usr/bin:/bin",
                f"COURSE_ID={COURSE_ID}", f"COURSE_EXCHANGE={self.exchange}",
+               f"COURSE_SUBMISSIONS_URL=http://127.0.0.1:{self.port + 3}/services/course-submissions/api/",
                f"JUPYTER_CONFIG_PATH={USER_ENV / 'share' / 'attention-course' / 'roles' / self.role(name)}"]
         if self.role(name) == "instructor":              # as jupyterhub_config.role_environment
             env.append(f"PYTHONPATH={USER_ENV / 'instructor'}")
         return subprocess.run(["runuser", "-u", name, "--", *env, *cmd], cwd=cwd or home, check=check,
                               capture_output=True, text=True, timeout=timeout)
+
+    def terminal(self, name: str) -> "Terminal":
+        """A new JupyterLab terminal of ``name``'s server (see :class:`Terminal`)."""
+        return Terminal(self, name)
 
     def role(self, name: str) -> str:
         return "instructor" if name in self.instructors else "student"
@@ -212,3 +227,47 @@ def disabled_extensions(page) -> set[str]:
     """The front-end extensions a user's server told this (Playwright) page not to load."""
     config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
     return set(config.get("disabledExtensions") or [])
+
+
+class Terminal:
+    """A terminal of a user's server: the one *File > New > Terminal* opens in JupyterLab (the
+    server's terminal manager starts the same login shell), driven through the websocket that
+    JupyterLab's xterm.js uses, with the user's token. Commands are typed as a person types them."""
+
+    def __init__(self, hub: Hub, name: str):
+        import websocket
+
+        made = hub.api(name, "POST", f"/user/{name}/api/terminals")
+        made.raise_for_status()
+        self.hub, self.name, self.term = hub, name, made.json()["name"]
+        url = hub.url.replace("http://", "ws://") + f"/user/{name}/terminals/websocket/{self.term}"
+        self.ws = websocket.create_connection(url, header=[f"Authorization: token {hub.token(name)}"],
+                                              timeout=30)
+        self.transcript = ""
+
+    def run(self, command: str, timeout: float = 900) -> tuple[int, str]:
+        """Type ``command`` and Enter; wait for it to finish. Returns its exit status and what the
+        terminal showed meanwhile."""
+        import re
+
+        marker = secrets.token_hex(4)
+        self.ws.send(json.dumps(["stdin", f"{command}; echo __done_{marker}_$?__\r"]))
+        shown, deadline = "", time.monotonic() + timeout
+        pattern = re.compile(rf"__done_{marker}_(\d+)__")
+        while time.monotonic() < deadline:
+            try:
+                kind, *data = json.loads(self.ws.recv())
+            except Exception:                       # the socket's own timeout: keep waiting
+                continue
+            if kind == "stdout":
+                shown += data[0]
+                found = pattern.search(shown)
+                if found:
+                    self.transcript += shown
+                    return int(found.group(1)), shown
+        self.transcript += shown
+        raise TimeoutError(f"{command!r} did not finish in {timeout} s:\n{shown[-3000:]}")
+
+    def close(self) -> None:
+        self.ws.close()
+        self.hub.api(self.name, "DELETE", f"/user/{self.name}/api/terminals/{self.term}")

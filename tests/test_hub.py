@@ -3,13 +3,17 @@ system accounts, users' servers spawned by the hub, nbgrader's exchange, formgra
 grader and ``nbgrader export``.
 
 One instructor and three students. The instructor generates and releases Lab 8 from formgrader; the
-students fetch it from their Assignments tab, save their work and submit (a correct notebook, the
-untouched release, one task wrong); one student also forges a submission in another's name. The
-instructor collects, grades with the hardened grader in a terminal, enters a manual score in
-formgrader and exports the gradebook. Then each account tries what it must not be able to do.
+students fetch it from their Assignments tab, save their work and submit (a correct notebook, one
+task wrong) through the course's submission service; the third sends the untouched release to the
+service by hand, claiming a time before the due date. One student also puts a link to the
+instructor's source notebook in their folder before submitting, and tries the service's API
+against another's submissions. The instructor collects, grades with the hardened grader in a
+terminal, enters a manual score in formgrader and exports the gradebook. Then each account tries
+what it must not be able to do.
 """
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import requests
 
 import hub_helpers
 from hub_helpers import COURSE_ID, Hub
@@ -72,19 +77,36 @@ def graded(course):
     graded_cell(wrong, "task6_solution").source = WRONG_MAP
     hub.save_notebook(n["good"], "lab8/lab8.ipynb", solution)
     hub.save_notebook(n["wrong"], "lab8/lab8.ipynb", wrong)
-    for student in (n["good"], n["blank"], n["wrong"]):
+    source = Path(os.path.expanduser(f"~{inst}")) / COURSE_ID / "source" / "lab8" / "lab8.ipynb"
+    linked = hub.as_user(n["wrong"], "ln", "-s", str(source), "lab8/notes.ipynb")
+    assert linked.returncode == 0, linked.stderr
+    for student in (n["good"], n["wrong"]):
         submitted = hub.nbgrader_action(student, "submit", "lab8")
         assert submitted["success"], submitted
+    # the "blank" student hands the release in by hand, with a time of their own choosing
+    release = (REPO / "labs" / "lab8" / "lab8.ipynb").read_bytes()
+    backdated = hub.api(n["blank"], "POST", SERVICE, json={
+        "files": {"lab8.ipynb": base64.b64encode(release).decode()}, "secret": "s" * 128,
+        "student_timestamp": BACKDATED})
+    assert backdated.status_code == 201, backdated.text
+    probes = service_probes(hub, n)
 
-    # the "wrong" student forges a later, empty submission in the "good" student's name
-    forged = hub.as_user(n["wrong"], "python", "-c", FORGE.format(
-        inbound=hub.exchange / COURSE_ID / "inbound", victim=n["good"]))
+    # Validate, as the button does: the student's folder keeps only what they were given
+    validated = hub.api(n["good"], "POST", f"/user/{n['good']}/assignments/validate",
+                        data={"path": "lab8/lab8.ipynb"})
+    validated.raise_for_status()
+    folder = hub.api(n["good"], "GET", f"/user/{n['good']}/api/contents/lab8").json()["content"]
 
     collected = hub.formgrader(inst, "POST", "assignment/lab8/collect").json()
     course_dir = Path(os.path.expanduser(f"~{inst}")) / COURSE_ID
-    grading = hub.as_user(inst, "python", "-m", "attention_course_instructor.grading.hardened", "lab8",
-                          "--course", str(course_dir), "--jobs", "2")
-    assert grading.returncode == 0, grading.stderr[-3000:]
+    # the guide's terminal commands, as written, in a terminal of the instructor's server
+    terminal = hub.terminal(inst)
+    try:
+        commands = [(line, *terminal.run(line)) for line in guide_terminal_commands()]
+    finally:
+        terminal.close()
+    failed = [(line, shown[-2000:]) for line, status, shown in commands if status != 0]
+    assert not failed, failed
 
     # a manual score for one student's first written answer, through formgrader's API
     notebooks = hub.formgrader(inst, "GET", "submitted_notebooks/lab8/lab8").json()
@@ -94,25 +116,66 @@ def graded(course):
     hub.formgrader(inst, "PUT", f"grade/{written['id']}", data=json.dumps({"manual_score": MANUAL}))
 
     export = hub.as_user(inst, "nbgrader", "export", "--to", "grades.csv", cwd=str(course_dir))
-    assert export.returncode == 0, export.stderr[-3000:]
+    assert export.returncode == 0, export.stderr[-3000:]      # again: the manual score is in now
     rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((course_dir / "grades.csv").read_text()))}
 
     # feedback back to the students through the exchange
     released = hub.formgrader(inst, "POST", "assignment/lab8/release_feedback").json()
     assert released["success"], released
     feedback = {s: hub.nbgrader_action(s, "fetch_feedback", "lab8") for s in (n["good"], n["wrong"])}
-    return {"spawn": spawn_seconds, "listed": listed, "forged": forged, "collected": collected,
-            "grading": grading, "rows": rows, "course_dir": course_dir, "feedback": feedback}
+    return {"spawn": spawn_seconds, "listed": listed, "backdated": backdated.json(), "probes": probes,
+            "validated": validated.json(), "folder": folder, "collected": collected,
+            "commands": commands, "rows": rows, "course_dir": course_dir, "feedback": feedback}
 
 
-FORGE = """
-import os, pathlib
-folder = pathlib.Path("{inbound}") / "{victim}+lab8+2099-01-01 00:00:00.000000 UTC+forged"
-folder.mkdir()
-(folder / "lab8.ipynb").write_text('{{"cells": [], "metadata": {{}}, "nbformat": 4, "nbformat_minor": 5}}')
-(folder / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
-print("forged")
-"""
+def guide_terminal_commands() -> list[str]:
+    """The instructor's terminal commands of the guide's "A term" (its first bash block)."""
+    text = (REPO / "book" / "instructors" / "course-hub.md").read_text()
+    block = text[text.index("## A term"):]
+    block = block[block.index("```bash\n") + len("```bash\n"):]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+
+
+SERVICE = f"/services/course-submissions/api/{COURSE_ID}/lab8"
+BACKDATED = "2026-09-30 12:00:00.000000 UTC"
+
+
+def service_probes(hub, n) -> dict:
+    """What the "wrong" student gets from the submission service's API when they try it on."""
+    theirs = hub.api(n["wrong"], "GET", SERVICE).json()["submissions"]
+    good_id = next(r["id"] for r in hub.api(n["instructor"], "GET", SERVICE).json()["submissions"]
+                   if r["student"] == n["good"])
+    nb = base64.b64encode(b"{}").decode()
+    return {
+        "listed": sorted({r["student"] for r in theirs}),
+        "other's files": hub.api(n["wrong"], "GET", f"{SERVICE}/{n['good']}/{good_id}").status_code,
+        "a path out": hub.api(n["wrong"], "POST", SERVICE, json={"files": {"../x.ipynb": nb}}).status_code,
+        "another course": hub.api(n["wrong"], "POST", SERVICE.replace(COURSE_ID, "other"),
+                                  json={"files": {"x.ipynb": nb}}).status_code,
+        "no token": requests.post(f"{hub.url}{SERVICE}", json={"files": {"x.ipynb": nb}}, timeout=30).status_code,
+    }
+
+
+def test_the_guides_terminal_commands_ran_in_a_login_shell_with_the_course_environment(course, graded):
+    """Every command ran and exited 0 (the fixture checks that); the grader's line is among them,
+    and the terminal's python is the course environment's."""
+    lines = [line for line, _, _ in graded["commands"]]
+    assert lines[0] == f"cd ~/{COURSE_ID}" and any("grading.hardened lab8" in line for line in lines)
+    terminal = course.terminal(course.names["instructor"])
+    try:
+        status, shown = terminal.run("shopt -q login_shell && echo LOGIN; command -v python nbgrader")
+    finally:
+        terminal.close()
+    assert status == 0 and "LOGIN" in shown
+    assert shown.count(str(hub_helpers.USER_ENV / "bin")) >= 2, shown
+    assert (graded["course_dir"] / "reports" / "lab8" / "similarity.html").exists()
+
+
+def test_validating_leaves_only_what_was_released(course, graded):
+    """Before, saving or validating wrote lab8.md beside the notebook (the release kept its
+    jupytext pairing), which was then submitted."""
+    assert graded["validated"]["success"], graded["validated"]
+    assert [f["name"] for f in graded["folder"]] == ["lab8.ipynb"]
 
 
 def test_students_see_lab8_in_their_assignments(course, graded):
@@ -131,16 +194,29 @@ def test_export_holds_autograded_plus_manual_totals(course, graded):
     assert {float(r["max_score"]) for r in rows.values()} == {29.0}
 
 
-def test_a_forged_submission_is_not_collected(course, graded):
-    """The forgery was possible (the inbox is writable) but it did not replace the real one."""
+def test_a_submission_keeps_the_time_the_service_received_it(course, graded):
+    """The student's claimed time is kept beside it, flagged; the service's is the one graded by."""
     n = course.names
-    assert graded["forged"].stdout.strip() == "forged"
-    assert graded["collected"]["success"]
-    assert f"names {n['good']} but was written by {n['wrong']}" in graded["collected"]["log"]
-    submitted = graded["course_dir"] / "submitted" / n["good"] / "lab8" / "lab8.ipynb"
-    nb = nbformat.read(submitted, as_version=4)
-    assert len(nb.cells) > 10                         # the student's own notebook, not the forged one
-    assert float(graded["rows"][n["good"]]["raw_score"]) == FULL + MANUAL
+    assert graded["collected"]["success"], graded["collected"]
+    folder = graded["course_dir"] / "submitted" / n["blank"] / "lab8"
+    assert (folder / "timestamp.txt").read_text() == graded["backdated"]["received"]
+    record = json.loads((folder / "exchange-record.json").read_text())
+    assert record["source"] == "submission service" and record["student_timestamp"] == BACKDATED
+    assert any(f"the submission says {BACKDATED}" in flag for flag in record["flags"])
+    assert f"{n['blank']}: the submission says {BACKDATED}" in graded["collected"]["log"]
+
+
+def test_a_link_in_a_students_folder_is_not_submitted(course, graded):
+    n = course.names
+    folder = graded["course_dir"] / "submitted" / n["wrong"] / "lab8"
+    assert sorted(p.name for p in folder.iterdir()) == ["exchange-record.json", "lab8.ipynb",
+                                                         "submission_secret.txt", "timestamp.txt"]
+
+
+def test_the_service_gives_each_student_only_their_own(course, graded):
+    n = course.names
+    assert graded["probes"] == {"listed": [n["wrong"]], "other's files": 403, "a path out": 400,
+                                "another course": 404, "no token": 401}
 
 
 def test_feedback_reaches_its_student(course, graded):
@@ -184,8 +260,8 @@ def test_a_student_cannot_open_another_users_server(course, graded):
 
 
 READS = {
-    "the exchange's inbox (whose names hide each submission)": "{exchange}/inbound",
     "the exchange's feedback folder": "{exchange}/feedback",
+    "the submission service's store": "{submissions}",
     "another student's home (their working copy, fetched feedback)": "~{other}/lab8",
     "the instructor's sources": "~{instructor}/{course}/source/lab8/lab8.ipynb",
     "the lab's checks": "~{instructor}/{course}/source/lab8/checks.py",
@@ -200,7 +276,8 @@ READS = {
 def test_a_student_cannot_read(course, graded, what):
     n = course.names
     path = os.path.expanduser(READS[what].format(
-        exchange=course.exchange / COURSE_ID, other=n["good"], instructor=n["instructor"], course=COURSE_ID))
+        exchange=course.exchange / COURSE_ID, other=n["good"], instructor=n["instructor"], course=COURSE_ID,
+        submissions=course.submissions))
     done = course.as_user(n["wrong"], "python", "-c", PEEK.format(path=path))
     assert done.stdout.strip() == "refused", (what, done.stdout, done.stderr)
 
@@ -223,7 +300,9 @@ def test_a_student_cannot_write_into_releases_or_others_folders(course, graded):
     n = course.names
     targets = [course.exchange / COURSE_ID / "outbound" / "lab8" / "lab8.ipynb",
                Path(os.path.expanduser(f"~{n['good']}")) / "lab8" / "lab8.ipynb",
-               course.exchange / COURSE_ID / "outbound" / "lab9"]
+               course.exchange / COURSE_ID / "outbound" / "lab9",
+               course.exchange / COURSE_ID / "inbound",          # there is none to forge into
+               course.submissions / n["good"]]
     for target in targets:
         done = course.as_user(n["wrong"], "python", "-c", SCRIBBLE.format(path=str(target)))
         assert done.stdout.strip() == "refused", (target, done.stdout, done.stderr)
@@ -244,7 +323,7 @@ except PermissionError:
 
 
 def test_no_server_logs_an_unwritable_exchange(course, graded):
-    log = (course.tmp / "hub.log").read_text()
+    log = course.hub_log.read_text()
     assert "/usr/local/share/nbgrader/exchange" not in log
     assert "Unhandled error" not in log
 
@@ -286,14 +365,23 @@ def test_in_the_browser_each_role_sees_its_own_tools(course, graded, browser):
         context.close()
     context, page = browser_login(browser, course, n["instructor"])
     try:
-        page.goto(f"{course.url}/user/{n['instructor']}/tree", wait_until="networkidle")
-        page.get_by_text("Nbgrader", exact=True).first.click()
-        assert "Formgrader" in page.locator(".lm-Menu").first.inner_text()
+        page.goto(f"{course.url}/user/{n['instructor']}/lab", wait_until="networkidle")
         assert not hub_helpers.disabled_extensions(page) & hub_helpers.FORMGRADER
-        page.goto(f"{course.url}/user/{n['instructor']}/formgrader", wait_until="networkidle")
-        page.wait_for_timeout(2000)
-        page.screenshot(path=str(shots / "hub-instructor-formgrader.png"), full_page=True)
-        assert page.get_by_text("Manage Assignments").count() >= 1
-        assert page.get_by_text("lab8").count() >= 1
+        page.get_by_text("Nbgrader", exact=True).first.click()
+        page.locator(".lm-Menu").first.get_by_text("Formgrader", exact=True).click()
+        frame = page.frame_locator("iframe[src*='formgrader']")
+        frame.get_by_text("Manage Assignments").first.wait_for(timeout=30000)
+        page.screenshot(path=str(shots / "hub-instructor-formgrader.png"))
+        row = frame.locator("tr", has_text="lab8").first
+        row.get_by_role("link", name="lab8").click()          # the lab's source folder, in JupyterLab
+        page.locator(".jp-BreadCrumbs", has_text="source").wait_for(timeout=30000)
+        row.locator("a:has(.glyphicon-search)").first.click()   # Preview: the release's folder
+        page.locator(".jp-BreadCrumbs", has_text="labs").wait_for(timeout=30000)
+        page.locator(".jp-DirListing-item", has_text="lab8.ipynb").first.dblclick()
+        page.locator(".lm-TabBar-tabLabel", has_text="lab8.ipynb").first.wait_for(timeout=30000)
+        page.locator(".lm-TabBar-tabLabel", has_text="Formgrader").first.click()
+        frame.get_by_text("Manual Grading").first.click()
+        frame.get_by_text("lab8").first.wait_for(timeout=30000)
+        assert not page.get_by_text("official Jupyter news").count()   # no news prompt
     finally:
         context.close()

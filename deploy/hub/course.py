@@ -1,15 +1,22 @@
 """Set the course up on the hub machine (run as root): accounts, exchange, the instructor's folder.
 
-    python deploy/hub/course.py setup [--create-users]     # make hub does this
-    python deploy/hub/course.py remove-users               # the accounts --create-users made
+    python deploy/hub/course.py start [--create-users]     # make hub: set up, start, say how to log in
+    python deploy/hub/course.py setup [--create-users]     # only the set-up (start does it first)
+    python deploy/hub/course.py service                    # only the submission service's account
+    python deploy/hub/course.py remove-users [--data]      # make hub-remove-demo: the accounts
+                                                           # --create-users made (and the hub's data)
 
 Reads the same environment as ``jupyterhub_config.py`` (COURSE_ID, COURSE_ROSTER, COURSE_EXCHANGE).
 
 - Every account on the roster gets a private home (0700): nobody reads another's work.
 - The exchange root is world-writable and sticky (1777), as nbgrader needs, and the course's own
   folder in it is made now, owned by the first instructor, with nbgrader's modes: ``outbound`` 0755
-  (students read releases), ``inbound`` 2733 (students drop submissions, nobody lists them),
-  ``feedback`` 0711. Made in advance, no student can claim the course's name first.
+  (students read releases) and ``feedback`` 0711. Made in advance, no student can claim the
+  course's name first. There is no ``inbound`` folder: submissions go to the submission service.
+- The submission service's account (``COURSE_EXCHANGE_USER``: a system account, no home, no
+  login) and its store (``COURSE_SUBMISSIONS``, 0700, that account's alone).
+- ``/etc/profile.d/attention-course.sh``: JupyterLab's terminals are login shells, whose
+  ``/etc/profile`` sets ``PATH`` afresh; this puts the course environment first again.
 - The first instructor gets ``~/<course id>/``: the course's ``nbgrader_config.py`` and ``source/``
   (each lab's notebook and checks), never copied anywhere a student can read.
 """
@@ -32,8 +39,12 @@ CREATED_MARK = "attention-course hub account"      # the GECOS field of accounts
 def settings() -> dict:
     roster = json.loads(Path(os.environ.get("COURSE_ROSTER", HERE / "roster.json")).read_text())
     return {
+        "state": Path(os.environ.get("COURSE_HUB_STATE", "/srv/attention-course-hub")),
+        "url": f"http://{os.environ.get('COURSE_HUB_IP', '127.0.0.1')}:{os.environ.get('COURSE_HUB_PORT', '8000')}",
         "course_id": os.environ.get("COURSE_ID", "attention-and-transformers"),
         "exchange": Path(os.environ.get("COURSE_EXCHANGE", "/srv/nbgrader/exchange")),
+        "submissions": Path(os.environ.get("COURSE_SUBMISSIONS", "/srv/nbgrader/submissions")),
+        "exchange_user": os.environ.get("COURSE_EXCHANGE_USER", "course-exchange"),
         "instructors": list(roster["instructors"]),
         "students": list(roster["students"]),
     }
@@ -61,9 +72,25 @@ def make_exchange(root: Path, course_id: str, owner: pwd.struct_passwd) -> None:
     course = root / course_id
     course.mkdir(exist_ok=True)
     own(course, owner, 0o755)
-    for name, mode in (("outbound", 0o755), ("inbound", 0o2733), ("feedback", 0o711)):
+    for name, mode in (("outbound", 0o755), ("feedback", 0o711)):
         (course / name).mkdir(exist_ok=True)
         own(course / name, owner, mode)
+
+
+def service_account(name: str) -> pwd.struct_passwd:
+    """The submission service's system account (made once; no home, no login shell)."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", "--comment", CREATED_MARK, name], check=True)
+        return pwd.getpwnam(name)
+
+
+def make_store(store: Path, account: pwd.struct_passwd) -> None:
+    """The submission service's store: that account's alone."""
+    store.mkdir(parents=True, exist_ok=True)
+    own(store, account, 0o700)
 
 
 def make_course_folder(course_id: str, owner: pwd.struct_passwd) -> Path:
@@ -89,33 +116,193 @@ def setup(create_users: bool) -> None:
         Path(user.pw_dir).chmod(0o700)
     owner = users[s["instructors"][0]]
     make_exchange(s["exchange"], s["course_id"], owner)
+    setup_service()
     folder = make_course_folder(s["course_id"], owner)
     print(f"course {s['course_id']}: exchange {s['exchange']}, instructor folder {folder}, "
           f"{len(s['students'])} students")
 
 
-def remove_users() -> None:
+PROFILE = Path(os.environ.get("COURSE_PROFILE_SCRIPT", "/etc/profile.d/attention-course.sh"))
+PROFILE_TEXT = """\
+# The course hub's environment in login shells (written by deploy/hub/course.py). A JupyterLab
+# terminal is a login shell, and /etc/profile sets PATH afresh: put the course environment, which
+# the hub names in COURSE_USER_ENV, first again, so that python and nbgrader are the course's.
+if [ -n "${COURSE_USER_ENV:-}" ] && [ -d "$COURSE_USER_ENV/bin" ]; then
+    case ":$PATH:" in
+        *":$COURSE_USER_ENV/bin:"*) ;;
+        *) PATH="$COURSE_USER_ENV/bin:$PATH"; export PATH ;;
+    esac
+fi
+"""
+
+
+def write_profile() -> None:
+    """The login shells' fix-up of PATH (the same text every time: several hubs may write it)."""
+    if not PROFILE.exists() or PROFILE.read_text() != PROFILE_TEXT:
+        PROFILE.parent.mkdir(parents=True, exist_ok=True)
+        staging = PROFILE.with_name(f".{PROFILE.name}.{os.getpid()}")
+        staging.write_text(PROFILE_TEXT)
+        staging.chmod(0o644)
+        staging.replace(PROFILE)
+
+
+def setup_service() -> None:
+    """What the hub needs before it starts, even before any instructor exists (an LTI hub):
+    the submission service's account and store, and the login shells' PATH."""
     s = settings()
-    for name in s["instructors"] + s["students"]:
+    make_store(s["submissions"], service_account(s["exchange_user"]))
+    write_profile()
+
+
+def hub_answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/hub/api/", timeout=3) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def demo_password(state: Path) -> str:
+    """The shared password of a try-out hub: made once, kept in the hub's state (0600), so that
+    it stays the same across restarts."""
+    import secrets
+
+    path = state / "demo-password"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(9))
+    return path.read_text().strip()
+
+
+def start(create_users: bool) -> int:
+    """Set the course up, start the hub in the background of this command, wait until it answers,
+    say where and how to log in; Ctrl-C (or SIGTERM) stops it with every user's server."""
+    import signal
+    import time
+
+    s = settings()
+    if hub_answers(s["url"]):
+        sys.exit(f"a hub already answers at {s['url']}: stop it first, or set COURSE_HUB_PORT")
+    print("[1/3] setting up the course (accounts, exchange, submission service) ...", flush=True)
+    if s["instructors"]:
+        setup(create_users)
+    else:                                    # an LTI hub before its instructor's first launch
+        setup_service()
+        print("      the roster names no instructor yet: after your first launch from the LMS, put "
+              "your lti-... name in its instructors and run this again")
+    state = s["state"]
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    env = dict(os.environ)
+    auth = env.setdefault("COURSE_HUB_AUTH", "pam")
+    if auth == "shared-password":
+        env.setdefault("COURSE_HUB_PASSWORD", demo_password(state))
+    log = state / "hub.log"
+    print(f"[2/3] starting JupyterHub (its log: {log}) ...", flush=True)
+    with open(log, "a") as out:
+        hub = subprocess.Popen([str(Path(sys.executable).with_name("jupyterhub")), "-f",
+                                str(HERE / "jupyterhub_config.py")], cwd=state, env=env, stdout=out,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(*_):
+        if hub.poll() is None:
+            os.killpg(hub.pid, signal.SIGTERM)            # the hub stops the servers and proxy
+            try:
+                hub.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(hub.pid, signal.SIGKILL)
+        print("the hub has stopped (its data is kept: start it again with `make hub`)", flush=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    deadline = time.monotonic() + 180
+    while not hub_answers(s["url"]):
+        if hub.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text()[-3000:]
+            stop_now = hub.poll() is None
+            if stop_now:
+                os.killpg(hub.pid, signal.SIGTERM)
+            sys.exit(f"the hub did not start; the end of its log ({log}):\n{tail}")
+        time.sleep(0.5)
+    people = ", ".join(s["instructors"] + s["students"]) or "(accounts made at each first launch)"
+    print(f"[3/3] the course hub is up: {s['url']}\n"
+          f"      log in as: {people}" + (f"\n      password (the same for everyone; kept in "
+                                        f"{state / 'demo-password'}): {env['COURSE_HUB_PASSWORD']}"
+                                        if auth == "shared-password" else
+                                        f"\n      with: {auth} (see the guide)") +
+          "\n      stop it with Ctrl-C; remove the demo with `make hub-remove-demo`", flush=True)
+    hub.wait()
+    print(f"the hub exited on its own ({hub.returncode}); see {log}", file=sys.stderr)
+    return 1
+
+
+def stop_processes(name: str, seconds: float = 10) -> None:
+    """End the account's processes (a kernel left running, say): asked first, then killed."""
+    import time
+
+    subprocess.run(["pkill", "-TERM", "-u", name], check=False)
+    deadline = time.monotonic() + seconds
+    while subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 0:
+        if time.monotonic() > deadline:
+            subprocess.run(["pkill", "-KILL", "-u", name], check=False)
+            time.sleep(0.5)
+            break
+        time.sleep(0.2)
+
+
+def remove_users(data: bool) -> int:
+    """Remove the accounts ``--create-users`` made (and with ``data`` the hub's state, the
+    exchange and the submission store, whose files would otherwise belong to whoever gets those
+    uids next); says what it did, and exits non-zero when anything could not be removed."""
+    s = settings()
+    if hub_answers(s["url"]):
+        sys.exit(f"the hub still answers at {s['url']}: stop it first (Ctrl-C where it runs)")
+    failed = []
+    for name in s["instructors"] + s["students"] + [s["exchange_user"]]:
         try:
-            if pwd.getpwnam(name).pw_gecos == CREATED_MARK:
-                subprocess.run(["userdel", "--remove", name], check=False, stderr=subprocess.DEVNULL)
+            if pwd.getpwnam(name).pw_gecos != CREATED_MARK:
+                print(f"kept {name}: not made by this script")
+                continue
         except KeyError:
-            pass
+            continue
+        stop_processes(name)
+        done = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+        if done.returncode not in (0, 12):              # 12: the home could not be removed
+            failed.append(f"{name}: {done.stderr.strip() or f'userdel exited {done.returncode}'}")
+        else:
+            print(f"removed the account {name} and its home")
+    if data:
+        for path in (s["state"], s["exchange"] / s["course_id"], s["submissions"]):
+            if path.exists():
+                shutil.rmtree(path)
+                print(f"removed {path}")
+    if failed:
+        print("could not remove:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("start").add_argument("--create-users", action="store_true")
     sub.add_parser("setup").add_argument("--create-users", action="store_true")
-    sub.add_parser("remove-users")
+    sub.add_parser("service")
+    sub.add_parser("remove-users").add_argument("--data", action="store_true")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("run it as root: it makes accounts and the exchange")
+    if args.command == "start":
+        return start(args.create_users)
     if args.command == "setup":
         setup(args.create_users)
+    elif args.command == "service":
+        setup_service()
     else:
-        remove_users()
+        return remove_users(args.data)
     return 0
 
 

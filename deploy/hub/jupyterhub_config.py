@@ -7,6 +7,8 @@ file:
     COURSE_ID              nbgrader course id                 (attention-and-transformers)
     COURSE_ROSTER          JSON {"instructors": [...], "students": [...]}   (deploy/hub/roster.json)
     COURSE_EXCHANGE        nbgrader's exchange root            (/srv/nbgrader/exchange)
+    COURSE_SUBMISSIONS     where the submission service keeps submissions (/srv/nbgrader/submissions)
+    COURSE_EXCHANGE_USER   the system account it runs as        (course-exchange)
     COURSE_USER_ENV        the environment users' servers run  (/opt/attention-course/env)
     COURSE_HUB_STATE       the hub's database, cookie secret   (/srv/attention-course-hub)
     COURSE_HUB_IP / _PORT  where the proxy listens              (127.0.0.1 / 8000)
@@ -14,6 +16,17 @@ file:
                            tests: COURSE_HUB_PASSWORD) | native (jupyterhub-nativeauthenticator)
                            | lti13 (from the LMS: COURSE_LTI_PLATFORM, see lti13_login.py;
                            COURSE_LTI_ROSTER: the class list it keeps, <state>/lms-roster.csv)
+
+Submissions do not go through a folder of the exchange that students write: each user's server
+sends them to the course's submission service (``submissions.py``, a JupyterHub service run as
+its own account), which keeps a copy and the time it arrived; instructors collect from it.
+
+Instructors' servers may be framed by pages of the hub's own origin (``frame-ancestors 'self'``,
+``roles/instructor/jupyter_server_config.json``), so that *Nbgrader > Formgrader* opens inside
+JupyterLab; JupyterHub's default (``'none'``) stays on students' servers. On this one-origin hub
+the only pages an instructor's browser loads from the origin are the hub's, their own and their
+co-instructors' servers (students' servers are not theirs to open), and files a server serves
+are sandboxed by Jupyter, so no student-written page can frame formgrader.
 
 Instructors (group ``formgrade-<course>``) get formgrader and create-assignment; students (group
 ``nbgrader-<course>``) get only the Assignments tab and validation. Which one a server is decides
@@ -36,6 +49,10 @@ STATE = Path(os.environ.get("COURSE_HUB_STATE", "/srv/attention-course-hub"))
 IP = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 PORT = int(os.environ.get("COURSE_HUB_PORT", "8000"))
 AUTH = os.environ.get("COURSE_HUB_AUTH", "pam")
+SUBMISSIONS = os.environ.get("COURSE_SUBMISSIONS", "/srv/nbgrader/submissions")
+EXCHANGE_USER = os.environ.get("COURSE_EXCHANGE_USER", "course-exchange")
+SUBMISSIONS_SERVICE = "course-submissions"
+SUBMISSIONS_URL = f"http://127.0.0.1:{PORT + 3}"
 
 INSTRUCTORS_GROUP = f"formgrade-{COURSE_ID}"
 STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
@@ -100,7 +117,21 @@ c.JupyterHub.load_roles = [
     # instructors may open each other's servers (co-teaching, grading together)
     {"name": "course-instructors", "groups": [INSTRUCTORS_GROUP],
      "scopes": [f"access:servers!group={INSTRUCTORS_GROUP}", f"read:users!group={STUDENTS_GROUP}"]},
+    # everyone in the course may use the submission service (their servers' tokens included)...
+    {"name": "course-members", "groups": [INSTRUCTORS_GROUP, STUDENTS_GROUP],
+     "scopes": [f"access:services!service={SUBMISSIONS_SERVICE}"]},
+    # ...which asks the hub which group a token's owner is in
+    {"name": "course-submissions-service", "services": [SUBMISSIONS_SERVICE],
+     "scopes": ["read:users:name", "read:users:groups"]},
 ]
+
+# --- the submission service: it keeps each submission and the time it arrived (submissions.py) ---
+SHARED = USER_ENV / "share" / "attention-course"          # installed by user_env.py, readable by all
+c.JupyterHub.services = [{
+    "name": SUBMISSIONS_SERVICE, "url": SUBMISSIONS_URL, "display": False, "user": EXCHANGE_USER,
+    "command": [str(USER_ENV / "bin" / "python"), "-P", str(SHARED / "hub" / "submissions.py")],
+    "cwd": "/", "environment": {"COURSE_ID": COURSE_ID, "COURSE_SUBMISSIONS": SUBMISSIONS},
+}]
 
 # --- every user's server: a process as that system user, in the course environment -------------
 c.JupyterHub.spawner_class = "localprocess"
@@ -112,7 +143,14 @@ c.Spawner.environment = {
     "PATH": f"{USER_ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin",
     "COURSE_ID": COURSE_ID,
     "COURSE_EXCHANGE": EXCHANGE,
+    "COURSE_SUBMISSIONS_URL": f"{SUBMISSIONS_URL}/services/{SUBMISSIONS_SERVICE}/api/",
+    # terminals are login shells, whose /etc/profile sets PATH afresh: /etc/profile.d/
+    # attention-course.sh (course.py) puts this environment first again
+    "COURSE_USER_ENV": str(USER_ENV),
 }
+# a server's own token ($JUPYTERHUB_API_TOKEN): the default scopes, and the submission service
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
+                                 f"access:services!service={SUBMISSIONS_SERVICE}"]
 
 
 def role_of(spawner) -> str:
@@ -121,12 +159,36 @@ def role_of(spawner) -> str:
 
 
 def choose_role_config(spawner) -> None:
-    """An instructor's server loads formgrader; a student's does not (roles/<role>/)."""
+    """An instructor's server loads formgrader; a student's does not (roles/<role>/). Each gets,
+    once, a START-HERE.md in their home that says where things are."""
     roles = USER_ENV / "share" / "attention-course" / "roles"     # deploy/hub/roles, installed
     # a new dict: the configured one may be shared by every spawner, and spawns run concurrently
     role = role_of(spawner)
     spawner.environment = {**spawner.environment, **role_environment(role),
                            "JUPYTER_CONFIG_PATH": str(roles / role)}
+    welcome(spawner.user.name, roles / role / "START-HERE.md")
+
+
+def welcome(name: str, text: Path) -> None:
+    """Put the role's START-HERE.md into the account's home, once (theirs to edit or delete)."""
+    import pwd
+
+    try:
+        account = pwd.getpwnam(name)
+    except KeyError:
+        return
+    home = Path(account.pw_dir)
+    target, mark = home / "START-HERE.md", home / ".attention-course-welcomed"
+    if not home.is_dir() or mark.exists() or os.path.lexists(target) or not text.exists():
+        return
+    for path, data in ((target, text.read_bytes()), (mark, b"")):
+        try:                                     # never through a link the account made: a new
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except OSError:                          # file, owned through its descriptor, or nothing
+            return
+        with os.fdopen(fd, "wb") as handle:
+            os.fchown(handle.fileno(), account.pw_uid, account.pw_gid)
+            handle.write(data)
 
 
 def role_environment(role: str) -> dict:

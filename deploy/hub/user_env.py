@@ -79,12 +79,26 @@ def content_digest() -> str:
     return h.hexdigest()[:12]
 
 
+HUB_FILES = ("submissions.py", "submit_client.py")    # the submission service and its client
+
+
 def install_roles(env: Path) -> None:
-    """The per-role Jupyter config folders the hub hands each server (readable by every user)."""
-    target = env / "share" / "attention-course" / "roles"
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(REPO / "deploy" / "hub" / "roles", target)
+    """The per-role Jupyter config folders the hub hands each server, and the submission service
+    with the client every server submits through (readable by every user)."""
+    shared = env / "share" / "attention-course"
+    for name in ("roles", "hub"):
+        if (shared / name).exists():
+            shutil.rmtree(shared / name)
+    shutil.copytree(REPO / "deploy" / "hub" / "roles", shared / "roles")
+    (shared / "hub").mkdir(parents=True)
+    for name in HUB_FILES:
+        shutil.copy2(REPO / "deploy" / "hub" / name, shared / "hub" / name)
+    # JupyterLab's settings for everyone: no news prompt at each login, Markdown opened rendered
+    settings = env / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "deploy" / "hub" / "lab" / "overrides.json", settings / "overrides.json")
+    for path in [shared, *shared.rglob("*"), settings / "overrides.json"]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def main(argv=None) -> int:

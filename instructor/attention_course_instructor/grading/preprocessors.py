@@ -28,6 +28,17 @@ class StampCourseVersion(NbGraderPreprocessor):
         return cell, resources
 
 
+class DropTextTwin(NbGraderPreprocessor):
+    """Drop the notebook's jupytext pairing (``metadata.jupytext``): the MyST twin is the
+    instructor's, for review. Kept in a release, it made Jupyter (where jupytext is installed, as
+    on the course hub) write a ``<lab>.md`` beside the student's notebook at every save, which was
+    then submitted with it."""
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("jupytext", None)
+        return nb, resources
+
+
 class StripSolutionMarkers(NbGraderPreprocessor):
     """Remove the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines, keeping the code between them
     (and ``BEGIN/END SOLUTION`` lines in markdown answer cells)."""
@@ -48,17 +59,22 @@ class ExposeLabChecks(NbGraderPreprocessor):
     The hidden-test block of a graded cell calls ``run_hidden_check``, which reads the lab's
     ``checks.py`` and reference from the folder named by ``COURSE_CHECKS_DIR``; the kernel
     inherits the variable from this process, as it inherits ``NBGRADER_EXECUTION``. The folder is
-    the course's own ``source/<lab>``, never the student's submission folder.
+    the course's own ``source/<lab>``, never the student's submission folder. Unless
+    ``COURSE_GRADING_SEED`` is set, the course's own seed (``.grading-seed``, which the hardened
+    grader makes) is given too, so both graders check the same inputs.
     """
 
     def preprocess(self, nb, resources):
         import os
 
-        from attention_course_instructor.grading.checks import CHECKS_DIR_VARIABLE
+        from attention_course_instructor.grading.checks import CHECKS_DIR_VARIABLE, SEED_VARIABLE, course_seed
 
         coursedir = self.parent.parent.coursedir       # preprocessor -> exporter -> converter
         assignment = resources["nbgrader"]["assignment"]
         os.environ[CHECKS_DIR_VARIABLE] = coursedir.format_path(coursedir.source_directory, ".", assignment)
+        seed = course_seed(coursedir.root)             # the course's own, as the hardened grader's
+        if SEED_VARIABLE not in os.environ and seed is not None:
+            os.environ[SEED_VARIABLE] = str(seed)
         return nb, resources
 
 

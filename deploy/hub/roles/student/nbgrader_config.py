@@ -8,3 +8,11 @@ c = get_config()  # noqa: F821  (provided by nbgrader)
 c.CourseDirectory.course_id = os.environ.get("COURSE_ID", "attention-and-transformers")
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE",
                                  os.path.expanduser("~/.local/share/nbgrader/exchange"))
+# on the hub, Submit sends the assignment to the course's submission service (deploy/hub/submit_client.py,
+# installed beside these settings), which records when it arrived; no folder of the exchange is
+# written by students
+if os.environ.get("COURSE_SUBMISSIONS_URL"):
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hub"))
+    c.ExchangeFactory.submit = "submit_client.ServiceSubmit"

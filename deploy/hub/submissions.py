@@ -1,0 +1,231 @@
+"""The course's submission service: it receives each submission, keeps it where no student can
+write, and records when it arrived by this machine's clock.
+
+Why. nbgrader's own exchange has every student write their submission into a shared folder, with
+the time of submission as a file and a folder name *they* write: a student could backdate it, link
+it to a file that is not theirs, or (on a cluster where the exchange is a shared volume) reach
+into another student's. Here a student's server sends the files of the assignment over HTTP, with
+its JupyterHub token; this service, running as an account of its own, asks the hub who the token
+belongs to, stamps the submission with the time it arrived, keeps a copy and the SHA-256 of every
+file in a folder only it can read (``COURSE_SUBMISSIONS``), and answers with that receipt. The
+instructor's ``nbgrader collect`` fetches the copies and the times from it (the instructor
+package's ``CourseCollect``); what the student's clock said is kept, for display and comparison.
+
+Run by the hub as a managed service (``jupyterhub_config.py``), as the system account
+``COURSE_EXCHANGE_USER`` that ``course.py setup`` makes. Its API, under
+``/services/course-submissions/api/``:
+
+    POST <course>/<assignment>              a member of the course's students' or instructors' group
+         {"files": {"lab8.ipynb": base64, ...}, "secret": "...", "student_timestamp": "..."}
+         -> 201 {"id", "student", "received", "files": {"lab8.ipynb": sha256, ...}}
+    GET  <course>/<assignment>              instructors: every submission's receipt; others: their own
+    GET  <course>/<assignment>/<student>/<id>   instructors: {"receipt": ..., "files": {name: base64}}
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+import unicodedata
+from pathlib import Path
+
+from jupyterhub.services.auth import HubAuth, check_scopes
+from jupyterhub.utils import url_path_join
+from tornado import httpclient, ioloop, web
+
+COURSE_ID = os.environ.get("COURSE_ID", "attention-and-transformers")
+STORE = Path(os.environ.get("COURSE_SUBMISSIONS", "/srv/nbgrader/submissions"))
+MAX_BYTES = int(os.environ.get("COURSE_SUBMISSION_MAX_MB", "64")) * 2 ** 20   # one submission
+MAX_FILES = 200
+INSTRUCTORS_GROUP = f"formgrade-{COURSE_ID}"
+STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
+TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f %Z"               # nbgrader's own format
+NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,128}$")        # an assignment or a hub user name
+
+
+class Refused(web.HTTPError):
+    """A request refused, with the reason in the answer's body."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(status, reason)
+        self.why = reason
+
+
+def safe_relative_path(name: str) -> str:
+    """``name`` as a relative path inside a submission, or :class:`Refused` saying why not."""
+    parts = name.split("/")
+    if not name or len(name) > 512 or len(parts) > 8:
+        raise Refused(400, f"a file name must be a relative path of up to 8 parts, not {name[:80]!r}")
+    for part in parts:
+        if part in ("", ".", "..") or len(part.encode()) > 255:
+            raise Refused(400, f"a file name may not hold an empty, '.' or '..' part: {name[:80]!r}")
+        if any(unicodedata.category(ch)[0] in "CZ" and ch != " " for ch in part):
+            raise Refused(400, f"a file name may not hold control or invisible characters: {name[:80]!r}")
+    return name
+
+
+def receipt_time() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class Handler(web.RequestHandler):
+    """Who is asking (from their hub token) and what they may do."""
+
+    def initialize(self, hub_auth: HubAuth):
+        self.hub_auth = hub_auth
+
+    def write_error(self, status_code, **kwargs):
+        exc = kwargs.get("exc_info", (None, None))[1]
+        self.finish({"error": getattr(exc, "why", self._reason)})
+
+    async def person(self) -> tuple[str, str]:
+        """(name, role) of the token's owner: role is "instructor" or "student"."""
+        header = self.request.headers.get("Authorization", "")
+        token = header.split(None, 1)[1] if header.lower().startswith(("token ", "bearer ")) else ""
+        if not token:
+            raise Refused(401, "no JupyterHub token: submit from your course server")
+        model = await self.hub_auth.user_for_token(token, sync=False)
+        if not model or model.get("kind", "user") != "user":
+            raise Refused(403, "this token is not a course member's")
+        if not check_scopes(self.hub_auth.access_scopes, set(model.get("scopes", []))):
+            raise Refused(403, "this token may not use the submission service")
+        groups = await self.groups_of(model["name"])
+        if INSTRUCTORS_GROUP in groups:
+            return model["name"], "instructor"
+        if STUDENTS_GROUP in groups:
+            return model["name"], "student"
+        raise Refused(403, f"{model['name']} is not in this course's groups")
+
+    async def groups_of(self, name: str) -> set[str]:
+        """The user's groups, asked of the hub with the service's own token (read:users:groups)."""
+        url = url_path_join(self.hub_auth.api_url, "users", name)
+        request = httpclient.HTTPRequest(url, headers={"Authorization": f"token {self.hub_auth.api_token}"},
+                                         request_timeout=30)
+        try:
+            answer = await httpclient.AsyncHTTPClient().fetch(request)
+        except httpclient.HTTPClientError as exc:
+            raise Refused(503, f"the hub did not say who {name} is ({exc.code})") from None
+        return set(json.loads(answer.body).get("groups") or [])
+
+    def course_and_assignment(self, course: str, assignment: str) -> Path:
+        if course != COURSE_ID:
+            raise Refused(404, f"this service serves the course {COURSE_ID}, not {course[:80]!r}")
+        if not NAME.match(assignment):
+            raise Refused(400, f"not an assignment name: {assignment[:80]!r}")
+        return STORE / course / assignment
+
+
+class Submissions(Handler):
+
+    async def post(self, course: str, assignment: str):
+        folder = self.course_and_assignment(course, assignment)
+        student, _ = await self.person()
+        try:
+            body = json.loads(self.request.body)
+            files = dict(body["files"])
+        except (ValueError, KeyError, TypeError):
+            raise Refused(400, 'expected JSON {"files": {"name": base64, ...}, "secret": ..., '
+                               '"student_timestamp": ...}') from None
+        if not files or len(files) > MAX_FILES:
+            raise Refused(400, f"a submission holds 1 to {MAX_FILES} files, not {len(files)}")
+        decoded, total = {}, 0
+        for name, data in files.items():
+            name = safe_relative_path(str(name))
+            try:
+                decoded[name] = base64.b64decode(str(data), validate=True)
+            except (binascii.Error, ValueError):
+                raise Refused(400, f"{name}: not base64") from None
+            total += len(decoded[name])
+        if total > MAX_BYTES:
+            raise Refused(413, f"a submission may hold {MAX_BYTES // 2 ** 20} MB, not {total / 2 ** 20:.1f} MB")
+        received = receipt_time()
+        receipt = {
+            "id": received.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(4),
+            "course": course, "assignment": assignment, "student": student,
+            "received": received.strftime(TIMESTAMP),
+            "student_timestamp": str(body.get("student_timestamp", ""))[:64],
+            "secret": str(body.get("secret", ""))[:256],
+            "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(decoded.items())},
+        }
+        self.keep(folder / student, receipt, decoded)
+        self.set_status(201)
+        self.finish({k: receipt[k] for k in ("id", "student", "received", "files")})
+
+    @staticmethod
+    def keep(folder: Path, receipt: dict, files: dict[str, bytes]) -> None:
+        """Write the copy beside its receipt, whole or not at all (a staging folder renamed)."""
+        staging = folder / f".{receipt['id']}.partial"
+        try:
+            for name, data in files.items():
+                target = staging / "files" / name
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                target.write_bytes(data)
+            (staging / "receipt.json").write_text(json.dumps(receipt, indent=1))
+            staging.rename(folder / receipt["id"])
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    async def get(self, course: str, assignment: str):
+        folder = self.course_and_assignment(course, assignment)
+        name, role = await self.person()
+        receipts = []
+        for student in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if role != "instructor" and student.name != name:
+                continue
+            for kept in sorted(student.iterdir()):
+                if not kept.name.startswith("."):
+                    receipt = json.loads((kept / "receipt.json").read_text())
+                    receipt.pop("secret", None)
+                    receipts.append(receipt)
+        self.finish({"submissions": receipts})
+
+
+class Submission(Handler):
+
+    async def get(self, course: str, assignment: str, student: str, receipt_id: str):
+        folder = self.course_and_assignment(course, assignment)
+        _, role = await self.person()
+        if role != "instructor":
+            raise Refused(403, "only the course's instructors fetch submissions")
+        if not (NAME.match(student) and re.fullmatch(r"[0-9TZ]+-[0-9a-f]{8}", receipt_id)):
+            raise Refused(400, "not a submission's name")
+        kept = folder / student / receipt_id
+        if not kept.is_dir():
+            raise Refused(404, f"no submission {receipt_id} of {student}")
+        receipt = json.loads((kept / "receipt.json").read_text())
+        files = {name: base64.b64encode((kept / "files" / name).read_bytes()).decode()
+                 for name in receipt["files"]}
+        self.finish({"receipt": receipt, "files": files})
+
+
+def make_app() -> web.Application:
+    hub_auth = HubAuth()
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/course-submissions/")
+    part = r"([^/]+)"
+    return web.Application([
+        (url_path_join(prefix, "api", part, part) + "/?", Submissions, {"hub_auth": hub_auth}),
+        (url_path_join(prefix, "api", part, part, part, part) + "/?", Submission, {"hub_auth": hub_auth}),
+    ], max_body_size=MAX_BYTES * 4 // 3 + 2 ** 20)
+
+
+def main() -> int:
+    os.umask(0o077)                                # nothing it writes is anyone else's to read
+    STORE.mkdir(parents=True, exist_ok=True, mode=0o700)
+    url = os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8004")
+    host, port = url.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+    make_app().listen(int(port), address=host, max_body_size=MAX_BYTES * 4 // 3 + 2 ** 20)
+    print(f"course submissions: {STORE}, listening on {url}", file=sys.stderr, flush=True)
+    ioloop.IOLoop.current().start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
