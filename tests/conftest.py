@@ -32,6 +32,18 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))       # stable within a file
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_by_the_run(tmp_path_factory):
+    """A folder that every pytest-xdist worker of this test run shares (the run's own temporary
+    folder, which pytest removes a few runs later), where the nbgrader harness keeps what it makes
+    once per run: each lab's generated release, solutions and gradebook."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-by-the-run"
+    shared.mkdir(exist_ok=True)
+    os.environ[harness.SHARED_VARIABLE] = str(shared)
+    return shared
+
+
 def load_nb(path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
