@@ -22,7 +22,7 @@ REPO = harness.REPO
 # busy while the others idle. Measured in benchmarks/results/dev_loop.md (each file's share).
 LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
                  "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
-                 "test_grading_isolation.py", "test_accessibility_browser.py",
+                 "test_grading_isolation.py", "test_class_report.py", "test_accessibility_browser.py",
                  "test_student_edition.py", "test_book_browser.py",
                  "test_figures_browser.py")
 
