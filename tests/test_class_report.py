@@ -95,7 +95,7 @@ def synthetic_result(source, j: int) -> SubmissionGrade:
             visible = j >= VISIBLE_FAILS[gid] and j not in VISIBLE_ONLY.get(gid, ())
             grade = (CellGrade(gid, points(cell), points(cell), "passed") if hidden
                      else failed_cell(gid, points(cell), j))
-            grade.visible = "passed" if visible else "failed"
+            grade.visible = "passed" if visible else "not run" if grade.status == "timeout" else "failed"
             cells.append(grade)
     return SubmissionGrade(STUDENTS[j], cells)
 
@@ -167,6 +167,7 @@ def test_every_cell_gives_back_its_pass_rates_exactly(synthetic):
         assert int(row["submissions"]) == N, gid
         assert int(row["hidden_passed"]) == N - failed and float(row["hidden_pass_rate"]) == (N - failed) / N, gid
         assert int(row["visible_passed"]) == N - seen and float(row["visible_pass_rate"]) == (N - seen) / N, gid
+        assert int(row["visible_not_run"]) == sum(1 for j in range(1, VISIBLE_FAILS[gid]) if j % 4 == 2), gid
         assert int(row["passed_visible_failed_hidden"]) == failed - VISIBLE_FAILS[gid], gid
         assert int(row["failed_visible_passed_hidden"]) == len(VISIBLE_ONLY.get(gid, ())), gid
         assert int(row["zero_scores"]) == failed and float(row["zero_share"]) == failed / N, gid
@@ -240,6 +241,40 @@ def test_the_page_is_accessible(synthetic):
         svg = re.search(r"<svg [^>]*>", figure).group(0)
         assert 'role="img"' in svg and "aria-labelledby" in svg and "<title id=" in figure
         assert "<figcaption>" in figure
+
+
+WCAG = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
+
+
+@pytest.mark.parametrize("width", [1280, 320])
+def test_axe_finds_nothing_and_the_page_never_scrolls_sideways(synthetic, browser, tmp_path, width):
+    """axe-core (WCAG 2.1 A and AA) on the report as written, at a desktop width and at 320 px,
+    where a wide table scrolls within its own region and the page does not (reflow)."""
+    from attention_course_instructor.book.build import NODE_MODULES
+
+    page_file = tmp_path / class_report.HTML_NAME
+    page_file.write_text(synthetic["anonymous"])
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(page_file.as_uri())
+        page.add_script_tag(path=str(NODE_MODULES / "axe-core" / "axe.min.js"))
+        found = page.evaluate("(only) => axe.run(document, {runOnly: only})", WCAG)
+        assert [(v["id"], len(v["nodes"])) for v in found["violations"]] == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    finally:
+        page.close()
+
+
+def test_a_batch_graded_before_visible_checks_were_kept_says_so():
+    """Results of an older grader hold no visible outcome: the report says so, not 0%."""
+    cell = class_report.CellSummary("task1", "autograded", 2.0, 4, scored=4, total_points=4.0, zeros=2,
+                                    hidden_passed=2)
+    report = class_report.ClassReport("lab", 4, [cell], [2.0, 2.0, 0.0, 0.0], 2.0, 0, {}, [], {},
+                                      visible_recorded=False)
+    page = class_report.render_html(report)
+    assert "not recorded" in page and "grade it again" in page and "Visible (plain)" not in page
+    row = dict(zip(class_report.CSV_COLUMNS, class_report.csv_rows(report)[0]))
+    assert (row["visible_passed"], row["visible_pass_rate"], row["hidden_passed"]) == ("", "", 2)
 
 
 # ---- the real grader, end to end ----------------------------------------------------------------

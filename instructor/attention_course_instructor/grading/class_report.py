@@ -81,6 +81,7 @@ class CellSummary:
     zeros: int = 0
     visible_passed: int = 0
     hidden_passed: int = 0
+    visible_not_run: int = 0                   # visible checks not run: the probe never completed
     visible_not_hidden: int = 0                # passed the visible checks, failed the hidden ones
     hidden_not_visible: int = 0                # failed the visible checks, passed the hidden ones
     failures: list = field(default_factory=list)   # (message, submissions), most frequent first
@@ -117,6 +118,7 @@ class ClassReport:
     void: dict                                 # kind of ungradable submission -> count
     late: list                                 # late.Late of each late submission
     faults: dict                               # kind of grader fault -> students
+    visible_recorded: bool = True              # False: a batch graded before visible checks were kept
     made: str = ""
 
     @property
@@ -172,6 +174,7 @@ def summarise_autograded(gid: str, worth: float, results: list[SubmissionGrade],
         summary.zeros += (cell.score or 0.0) == 0
         summary.hidden_passed += hidden
         summary.visible_passed += visible
+        summary.visible_not_run += cell.visible not in ("passed", "failed", "")
         summary.visible_not_hidden += visible and not hidden
         summary.hidden_not_visible += hidden and not visible
         if not hidden:
@@ -259,13 +262,13 @@ def summarise(course: Path, lab: str) -> ClassReport:
     return ClassReport(lab, len(results), cells, [book.totals[s] for s in students if s in book.totals],
                        book.max_total, len(book.waiting), dict(void),
                        sorted(book.late, key=lambda x: (-x.hours_late, x.student)), faults,
-                       time.strftime("%Y-%m-%d %H:%M"))
+                       any(c.visible for r in graded for c in r.cells), time.strftime("%Y-%m-%d %H:%M"))
 
 
 # ---- the files ---------------------------------------------------------------------------------------
 
 CSV_COLUMNS = ["cell", "kind", "points", "submissions", "visible_passed", "visible_pass_rate",
-               "hidden_passed", "hidden_pass_rate", "passed_visible_failed_hidden",
+               "visible_not_run", "hidden_passed", "hidden_pass_rate", "passed_visible_failed_hidden",
                "failed_visible_passed_hidden", "scored", "mean_points", "zero_scores",
                "zero_share", "share_of_class_zeros"]
 
@@ -277,9 +280,10 @@ def _number(value) -> str:
 def csv_rows(report: ClassReport) -> list[list[str]]:
     rows = []
     for c in report.cells:
-        auto = [c.visible_passed, _number(c.visible_pass_rate), c.hidden_passed,
-                _number(c.hidden_pass_rate), c.visible_not_hidden, c.hidden_not_visible] \
-            if c.autograded else [""] * 6
+        visible = [c.visible_passed, _number(c.visible_pass_rate), c.visible_not_run] \
+            if report.visible_recorded else [""] * 3
+        both = [c.visible_not_hidden, c.hidden_not_visible] if report.visible_recorded else [""] * 2
+        auto = [*visible, c.hidden_passed, _number(c.hidden_pass_rate), *both] if c.autograded else [""] * 7
         rows.append([c.cell, c.kind, _number(c.points), c.submissions, *auto, c.scored,
                      _number(c.mean_points), c.zeros, _number(c.zero_share),
                      _number(report.zero_share_of_class(c))])
@@ -325,8 +329,9 @@ def pass_rate_plot(report: ClassReport) -> str:
     fig = _figure(7.5, 0.5 * len(cells) + 1.4)
     ax = fig.add_subplot()
     rows = range(len(cells))
-    ax.barh([r - 0.2 for r in rows], [100 * c.visible_pass_rate for c in cells], height=0.38,
-            color=VISIBLE_BLUE, label="visible checks passed")
+    if report.visible_recorded:
+        ax.barh([r - 0.2 for r in rows], [100 * c.visible_pass_rate for c in cells], height=0.38,
+                color=VISIBLE_BLUE, label="visible checks passed")
     ax.barh([r + 0.2 for r in rows], [100 * c.hidden_pass_rate for c in cells], height=0.38,
             color=HIDDEN_ORANGE, hatch="//", edgecolor="white", label="hidden checks passed")
     ax.set_yticks(list(rows), [c.cell for c in cells])
@@ -373,7 +378,8 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:62rem;margin:2rem aut
 color:#1a1a1a;line-height:1.45}table{border-collapse:collapse;margin:0.5rem 0 1.5rem}
 th,td{border:1px solid #999;padding:0.25rem 0.5rem;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right}caption{text-align:left;font-weight:600;padding:0.25rem 0}
-figure{margin:1rem 0}svg{max-width:100%;height:auto}figcaption{font-size:0.95rem}"""
+figure{margin:1rem 0}svg{max-width:100%;height:auto}figcaption{font-size:0.95rem}
+.wide{overflow-x:auto;max-width:100%}.wide:focus{outline:2px solid #0072B2}code{overflow-wrap:anywhere}"""
 
 
 def _table(caption: str, header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
@@ -383,8 +389,10 @@ def _table(caption: str, header: list[str], rows: list[list], numeric: set[int] 
         (f'<th scope="row">{html.escape(str(v))}</th>' if i == 0 else
          f'<td{" class=n" if i in numeric else ""}>{html.escape(str(v))}</td>')
         for i, v in enumerate(row)) + "</tr>" for row in rows)
-    return (f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+    # a wide table scrolls inside its own region (reachable by keyboard), never the page at 320 px
+    return (f'<div class="wide" role="region" tabindex="0" aria-label="{html.escape(caption)}">'
+            f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _count(n: int, of: int) -> str:
@@ -393,6 +401,13 @@ def _count(n: int, of: int) -> str:
 
 def _points(value) -> str:
     return "" if value is None else f"{value:.2f}"
+
+
+def _visible_columns(report: ClassReport, cell: CellSummary, n: int) -> list[str]:
+    """The visible checks' columns of a cell's row: passed, and the two disagreements."""
+    if not report.visible_recorded:
+        return ["not recorded"] * 3
+    return [_count(cell.visible_passed, n), str(cell.visible_not_hidden), str(cell.hidden_not_visible)]
 
 
 def render_html(report: ClassReport, names: bool = False) -> str:
@@ -420,16 +435,21 @@ def render_html(report: ClassReport, names: bool = False) -> str:
                     ["cell", "points", "visible checks passed", "hidden checks passed",
                      "passed visible, failed hidden", "failed visible, passed hidden", "mean points",
                      "zero scores", "share of the class's zeros"],
-                    [[c.cell, f"{c.points:g}", _count(c.visible_passed, n), _count(c.hidden_passed, n),
-                      c.visible_not_hidden, c.hidden_not_visible, _points(c.mean_points),
-                      _count(c.zeros, c.scored), f"{100 * report.zero_share_of_class(c):.1f}%"]
-                     for c in auto], set(range(1, 9))),
+                    [[c.cell, f"{c.points:g}", *_visible_columns(report, c, n)[:1],
+                      _count(c.hidden_passed, n), *_visible_columns(report, c, n)[1:],
+                      _points(c.mean_points), _count(c.zeros, c.scored),
+                      f"{100 * report.zero_share_of_class(c):.1f}%"] for c in auto], set(range(1, 9))),
              "<p>A submission that passed the visible checks and failed the hidden ones was told "
              "nothing was wrong; one that failed the visible checks and passed the hidden ones "
-             "points to a case the hidden checks do not cover.</p>",
-             f'<figure>{pass_rate_plot(report)}<figcaption>Figure 1. Visible (plain) and hidden '
-             "(hatched) checks passed, by cell, as a share of graded submissions; the numbers are in "
-             "the table above.</figcaption></figure>"]
+             "points to a case the hidden checks do not cover. Visible checks that were not run "
+             "(the cell's hidden checks timed out or its kernel died) count as not passed"
+             + (f" ({sum(c.visible_not_run for c in auto)} in all)." if report.visible_recorded else
+                ". This batch was graded before the grader kept the visible checks' outcome: "
+                "grade it again to see them.") + "</p>",
+             f'<figure>{pass_rate_plot(report)}<figcaption>Figure 1. '
+             + ("Visible (plain) and hidden (hatched)" if report.visible_recorded else "Hidden")
+             + " checks passed, by cell, as a share of graded submissions; the numbers are in the "
+             "table above.</figcaption></figure>"]
     if by_hand:
         parts += ["<h2>Written answers (graded by hand)</h2>",
                   _table(f"Written answers of {report.lab}", ["cell", "points", "graded so far",
