@@ -3,9 +3,9 @@
 :func:`prelude` is the first cell of every grading kernel. It defines the functions of
 :mod:`~attention_course_instructor.grading.kernel_runtime` and, inside a closure, the *kernel side*
 of the lab's checks (every check's ``inputs`` and ``probe``, never its ``compare`` nor the
-reference), and exposes one function,
-``_course_probe(grade_id, seed)``, which makes a check's inputs, calls the student's functions and
-publishes the results as plain JSON under a private MIME type. It also makes CUDA requests land on
+reference), and exposes ``_course_probe(grade_id, seed)``, which makes a check's inputs, calls the
+student's functions and publishes the results as plain JSON under a private MIME type, and
+``_course_visible`` (below). It also makes CUDA requests land on
 the CPU when the grader has no GPU. Each graded cell is replaced by :func:`probe_cell`; the grader
 reads the record back with :func:`probe_record` and judges it in its own process.
 
