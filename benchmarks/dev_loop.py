@@ -1,24 +1,32 @@
 """The developer's loop, measured as a fresh machine pays it: a cold ``make book`` on a clean clone
 (a new virtual environment, the npm assets, every page executed), the same ``make book`` again
 (everything cached), and the full suite as CI runs it (``.ci/run``'s ``make test``), with each test
-file's share of the workers' time.
+file's share of the workers' time and the slowest tests.
 
-    python -m benchmarks.dev_loop          # about 25 minutes on 2 cores
+    python -m benchmarks.dev_loop                 # about 35 minutes on 2 cores
+    python -m benchmarks.dev_loop --suite-only    # the suite alone (it builds the book it needs)
 
 Clones the committed ``HEAD`` (as CI does) into a temporary folder and writes
-``benchmarks/results/dev_loop.md`` and ``dev_loop.json``. Targets (issue 37): a cold book within
-3 minutes, the suite within 20, on 2 cores.
+``benchmarks/results/dev_loop.md`` and ``dev_loop.json``. Targets (issues 37 and 53): a cold book
+within 3 minutes, the suite within 20, on 2 cores. A measurement is only as good as the machine is
+quiet: the report states the load average over the suite and the share of the machine's CPU time
+that other processes took meanwhile (``/proc/stat`` less the suite's own), and calls the
+measurement noisy past ``NOISY_SHARE``.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.report import Target, machine, markdown_table, write
@@ -31,56 +39,128 @@ TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, u
 BEFORE = {"cold make book": (295, "issue 37, a quiet machine"),
           "make test": (1629, "CI on this machine, commit 1e3ea62, one process")}
 CI_ARGS = "-p no:cacheprovider --durations=15"                      # as .ci/run passes them
+SLOWEST = 15                          # tests listed by their own seconds
+NOISY_SHARE = 0.10                    # other processes' share of the CPU time past which a run is noisy
+LOAD_EVERY = 15                       # seconds between load-average samples
 
 
-def timed(cmd: list[str], cwd: Path, log: Path) -> float:
+@dataclass
+class Quietness:
+    """How much else the machine did while a step ran."""
+
+    load_averages: list = field(default_factory=list)       # 1-minute load average, sampled
+    machine_cpu_seconds: float = 0.0                         # every process's CPU time meanwhile
+    own_cpu_seconds: float = 0.0                             # the step's own (its processes)
+
+    @property
+    def others_share(self) -> float:
+        """The share of the machine's CPU time taken by processes that were not the step's."""
+        if self.machine_cpu_seconds <= 0:
+            return 0.0
+        return max(0.0, self.machine_cpu_seconds - self.own_cpu_seconds) / self.machine_cpu_seconds
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time spent by every process on the machine since boot (``/proc/stat``, busy jiffies)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)      # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, log: Path, quiet: Quietness | None = None) -> float:
     """Seconds ``cmd`` took in ``cwd`` (its output to ``log``); stops the benchmark if it failed,
-    leaving its folder (and ``log``) for a look."""
+    leaving its folder (and ``log``) for a look. ``quiet`` collects how busy the machine was."""
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
+    quiet = quiet if quiet is not None else Quietness()
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(LOAD_EVERY):
+            quiet.load_averages.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    machine_before, own_before = machine_cpu_seconds(), children_cpu_seconds()
     start = time.perf_counter()
+    sampler.start()
     with open(log, "w") as out:
         done = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
+    stop.set()
+    quiet.machine_cpu_seconds = machine_cpu_seconds() - machine_before
+    quiet.own_cpu_seconds = children_cpu_seconds() - own_before
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}); see {log}")
     return seconds
 
 
-def file_seconds(junit: Path) -> dict[str, float]:
-    """Seconds of each test file (set-up, call and tear-down of its tests, on whichever worker)."""
-    totals: dict[str, float] = defaultdict(float)
+def seconds_by_test(junit: Path) -> dict[str, float]:
+    """Seconds of each test (its set-up, call and tear-down: a module fixture's set-up counts for
+    the first test that needs it), by ``file::name``."""
+    seconds = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").split(".")
         name = next((m for m in module if m.startswith("test_")), module[-1]) + ".py"
-        totals[name] += float(case.get("time", 0))
+        seconds[f"{name}::{case.get('name')}"] = seconds.get(f"{name}::{case.get('name')}", 0.0) + \
+            float(case.get("time", 0))
+    return seconds
+
+
+def file_seconds(tests: dict[str, float]) -> dict[str, float]:
+    """Seconds of each test file (every test of it, on whichever worker), longest first."""
+    totals: dict[str, float] = defaultdict(float)
+    for test, seconds in tests.items():
+        totals[test.split("::", 1)[0]] += seconds
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
-def measure(workdir: Path) -> dict:
-    """The books on one clean clone; the suite on another, as CI runs it (its built-book fixture
-    then builds the book cold, inside the suite)."""
+def measure(workdir: Path, suite_only: bool = False) -> dict:
+    """The books on one clean clone (unless ``suite_only``); the suite on another, as CI runs it
+    (its built-book fixture then builds the book cold, inside the suite)."""
     books, suite_clone = workdir / "books", workdir / "suite"
-    for clone in (books, suite_clone):
+    for clone in ([] if suite_only else [books]) + [suite_clone]:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=books, check=True,
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=suite_clone, check=True,
                             capture_output=True, text=True).stdout.strip()
-    cold = timed(["make", "book"], books, workdir / "book-cold.log")
-    cached = timed(["make", "book"], books, workdir / "book-cached.log")
-    junit = workdir / "suite.xml"
-    suite = timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"], suite_clone,
-                  workdir / "suite.log")
-    seconds = {"cold make book": round(cold), "cached make book": round(cached),
-               "make test": round(suite)}
-    return {"commit": commit, "procedure": PROCEDURE, "seconds": seconds,
-            "files": {k: round(v, 1) for k, v in file_seconds(junit).items()}}
+    seconds = {}
+    if not suite_only:
+        seconds["cold make book"] = round(timed(["make", "book"], books, workdir / "book-cold.log"))
+        seconds["cached make book"] = round(timed(["make", "book"], books, workdir / "book-cached.log"))
+    junit, quiet = workdir / "suite.xml", Quietness()
+    seconds["make test"] = round(timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"],
+                                       suite_clone, workdir / "suite.log", quiet))
+    tests = seconds_by_test(junit)
+    return {"commit": commit, "procedure": SUITE_ONLY if suite_only else PROCEDURE, "seconds": seconds,
+            "files": {k: round(v, 1) for k, v in file_seconds(tests).items()},
+            "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
+            "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3)},
+            "started": time.strftime("%Y-%m-%d %H:%M")}
 
 
 PROCEDURE = "`make book` twice on a clean clone, and `make test` as CI runs it on another"
+SUITE_ONLY = "`make test` as CI runs it on a clean clone (the books not measured)"
 
 
 def verdict(what: str, seconds: float) -> str:
     target = TARGETS.get(what)
     return f"{target}: {target.verdict(seconds)}" if target else ""
+
+
+def quietness_words(quiet: dict | None) -> str:
+    """How busy the machine was during the suite, and whether that makes the measurement noisy."""
+    if not quiet:
+        return ""
+    loads = quiet.get("load_averages") or [0.0]
+    share = quiet.get("others_share", 0.0)
+    noisy = share > NOISY_SHARE
+    return (f"{'**Noisy measurement**: ' if noisy else 'A quiet machine: '}while the suite ran, other "
+            f"processes took {100 * share:.0f}% of the machine's CPU time (noisy past "
+            f"{100 * NOISY_SHARE:.0f}%); the 1-minute load average was {sum(loads) / len(loads):.1f} "
+            f"on average, {max(loads):.1f} at most.")
 
 
 def report(result: dict, machine: str) -> str:
@@ -89,12 +169,14 @@ def report(result: dict, machine: str) -> str:
     jobs = os.environ.get("PYTEST_JOBS", "2")
     lines = ["# The developer's loop", "",
              f"Written by `python -m benchmarks.dev_loop` on {machine}, commit {result['commit']}, "
-             f"{time.strftime('%Y-%m-%d')}: {result.get('procedure', PROCEDURE)} (pytest-xdist, "
-             f"{jobs} workers, each test file whole on one worker).", ""]
+             f"{result.get('started', time.strftime('%Y-%m-%d'))}: {result.get('procedure', PROCEDURE)} "
+             f"(pytest-xdist, {jobs} workers, each test file whole on one worker).", ""]
     lines += [markdown_table(["step", "seconds", "minutes", "target", "before (where from)"],
                              [[what, s, f"{s / 60:.1f}", verdict(what, s),
                                f"{BEFORE[what][0]} s ({BEFORE[what][1]})" if what in BEFORE else ""]
                               for what, s in seconds.items()])]
+    if result.get("quiet"):
+        lines += ["", quietness_words(result["quiet"])]
     for note in result.get("notes", []):
         lines += ["", note]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
@@ -102,12 +184,21 @@ def report(result: dict, machine: str) -> str:
     lines += [markdown_table(["test file", "seconds", "share"],
                              [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
                               for name, s in files.items()])]
+    if result.get("slowest"):
+        lines += ["", f"The {len(result['slowest'])} slowest tests (a module fixture's set-up counts "
+                  "for the first test that uses it):", ""]
+        lines += [markdown_table(["test", "seconds"], [[name, f"{s:.0f}"]
+                                                       for name, s in result["slowest"].items()])]
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite-only", action="store_true",
+                        help="measure `make test` alone (not the two book builds)")
+    args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="dev-loop-"))
-    result = measure(workdir)                      # a failed step stops here and keeps workdir
+    result = measure(workdir, args.suite_only)     # a failed step stops here and keeps workdir
     shutil.rmtree(workdir, ignore_errors=True)
     write("dev_loop.json", json.dumps(result | {"machine": machine()}, indent=1))
     write("dev_loop.md", report(result, machine()))

@@ -22,7 +22,7 @@ REPO = harness.REPO
 # busy while the others idle. Measured in benchmarks/results/dev_loop.md (each file's share).
 LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
                  "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
-                 "test_grading_isolation.py", "test_accessibility_browser.py",
+                 "test_grading_isolation.py", "test_class_report.py", "test_accessibility_browser.py",
                  "test_student_edition.py", "test_book_browser.py",
                  "test_figures_browser.py")
 
@@ -30,6 +30,18 @@ LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_h
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))       # stable within a file
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_by_the_run(tmp_path_factory):
+    """A folder that every pytest-xdist worker of this test run shares (the run's own temporary
+    folder, which pytest removes a few runs later), where the nbgrader harness keeps what it makes
+    once per run: each lab's generated release, solutions and gradebook."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-by-the-run"
+    shared.mkdir(exist_ok=True)
+    os.environ[harness.SHARED_VARIABLE] = str(shared)
+    return shared
 
 
 def load_nb(path) -> nbformat.NotebookNode:

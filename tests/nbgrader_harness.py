@@ -6,10 +6,20 @@ nbgrader_cli.run_nbgrader`) on a *temporary* course directory that uses the cour
 ``nbgrader_config.py``, so the repository is never written to, and scores are read from the
 gradebook API -- not from ``nbgrader validate``, which exits 0 even when tests fail. Not part of
 any package: graders use the hardened grader, and ``make release`` runs nbgrader itself.
+
+Generating a lab (two nbgrader runs) gives the same release, solutions and gradebook for the same
+source, so a test run generates each source once: when ``$COURSE_TEST_SHARED`` names a folder
+(the test suite's, shared by its pytest-xdist workers: ``tests/conftest.py``), the first
+:func:`generate` of a source into a new course runs nbgrader and keeps what it wrote there, under a
+file lock, and later ones copy it. Benchmarks and scripts, without the variable, always run nbgrader.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -23,6 +33,8 @@ from attention_course_instructor.grading.notebook import (HIDDEN_BEGIN, HIDDEN_E
                                                           SOLUTION_END, marked_lines)
 
 REPO = paths.REPO
+SHARED_VARIABLE = "COURSE_TEST_SHARED"     # a folder shared by every worker of one test run
+GENERATED = ("labs", "solutions")            # what generate writes per assignment, beside the gradebook
 __all__ = ["NbgraderError", "PipelineError", "TempCourse", "make_course", "generate", "submit",
            "autograde", "scores", "assert_in_sync", "assert_no_leaks"]
 
@@ -58,10 +70,59 @@ def make_course(tmp: Path, source: Path, assignment: str) -> TempCourse:
 
 
 def generate(course: TempCourse, assignment: str) -> tuple[Path, Path]:
-    """Generate the student release and the solutions; return their folders."""
+    """Generate the student release and the solutions; return their folders. Into a new course
+    (no gradebook yet) of a source this test run has generated before, a copy of that generation
+    (see the module's note)."""
+    shared = os.environ.get(SHARED_VARIABLE)
+    if not shared or course.db.exists():
+        _run_generate(course, assignment)
+    else:
+        kept = Path(shared) / "generated" / f"{assignment}-{_generation_key(course, assignment)}"
+        with _locked(kept.with_name(kept.name + ".lock")):
+            if (kept / "gradebook.db").exists():
+                _copy_generation(kept, course.root, assignment)
+            else:
+                _run_generate(course, assignment)
+                _copy_generation(course.root, kept, assignment)
+    return course.root / "labs" / assignment, course.root / "solutions" / assignment
+
+
+def _run_generate(course: TempCourse, assignment: str) -> None:
     course.nbgrader("generate_assignment", assignment, "--force")
     course.nbgrader("generate_solution", assignment, "--force")
-    return course.root / "labs" / assignment, course.root / "solutions" / assignment
+
+
+def _generation_key(course: TempCourse, assignment: str) -> str:
+    """What a generation depends on: the assignment's source files and the course's nbgrader
+    settings (the repository's, and the course folder's own if it has one)."""
+    digest = hashlib.sha256()
+    inputs = sorted((course.root / "source" / assignment).rglob("*")) + \
+        [REPO / "nbgrader_config.py", course.root / "nbgrader_config.py"]
+    for path in inputs:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _copy_generation(source: Path, target: Path, assignment: str) -> None:
+    """Copy one assignment's release, solutions and the gradebook from one course folder to another
+    (the gradebook last: it marks a kept generation complete)."""
+    for folder in GENERATED:
+        shutil.copytree(source / folder / assignment, target / folder / assignment, dirs_exist_ok=True)
+    shutil.copy2(source / "gradebook.db", target / "gradebook.db.part")
+    os.replace(target / "gradebook.db.part", target / "gradebook.db")
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` across processes (the xdist workers)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _comparable(nb) -> list[tuple]:

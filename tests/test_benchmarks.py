@@ -84,3 +84,21 @@ def test_grading_reports_are_computed_from_what_was_measured():
     assert dask_grading.report(same).endswith("every submission: yes.")
     differ = {**same, "killed": ({"s1": [("t1", 0.0)]}, 120.0)}
     assert dask_grading.report(differ).endswith("every submission: NO.")
+
+
+def test_the_dev_loop_says_when_its_measurement_is_noisy():
+    """The suite's time is only as good as the machine was quiet: the page says what share of the
+    CPU other processes took, and calls the run noisy past the threshold; it lists the slowest tests."""
+    from benchmarks import dev_loop
+
+    quiet = dev_loop.Quietness([2.1, 2.4], machine_cpu_seconds=2000.0, own_cpu_seconds=1900.0)
+    busy = dev_loop.Quietness([6.0, 9.5], machine_cpu_seconds=2000.0, own_cpu_seconds=1000.0)
+    assert (round(quiet.others_share, 3), busy.others_share) == (0.05, 0.5)
+    result = {"commit": "abc1234", "seconds": {"make test": 1100}, "files": {"test_a.py": 900.0},
+              "slowest": {"test_a.py::test_one": 600.0}}
+    calm = dev_loop.report(result | {"quiet": {**vars(quiet), "others_share": quiet.others_share}}, "m")
+    noisy = dev_loop.report(result | {"quiet": {**vars(busy), "others_share": busy.others_share}}, "m")
+    assert "A quiet machine: while the suite ran, other processes took 5%" in calm
+    assert "**Noisy measurement**" in noisy and "took 50%" in noisy and "9.5 at most" in noisy
+    assert "| test_a.py::test_one | 600 |" in calm
+    assert "| make test | 1100 | 18.3 | at most 1200 s: met |" in calm

@@ -115,9 +115,10 @@ def test_the_graded_notebook_shows_the_added_cells_where_they_ran():
     assert "my notes" not in [c.source for c in graded.cells]
 
 
-def test_the_kernel_runtime_is_a_module_and_the_prelude_leaves_one_name():
+def test_the_kernel_runtime_is_a_module_and_the_prelude_leaves_two_names():
     """The kernel runtime runs here as imported code, and the prelude that carries it into a
-    grading kernel leaves the student's namespace holding ``_course_probe`` only."""
+    grading kernel leaves the student's namespace holding ``_course_probe`` and
+    ``_course_visible`` (a cell's visible checks, run after the probes) only."""
     from attention_course_instructor.grading import kernel_runtime
     from attention_course_instructor.grading.hardened.probes import prelude
 
@@ -140,4 +141,4 @@ def test_the_kernel_runtime_is_a_module_and_the_prelude_leaves_one_name():
     finally:
         for (owner, name), original in zip(patched, saved):
             setattr(owner, name, original)
-    assert set(names) - {"__builtins__"} == {"_course_probe"}
+    assert set(names) - {"__builtins__"} == {"_course_probe", "_course_visible"}

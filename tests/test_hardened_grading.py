@@ -316,6 +316,21 @@ def test_reasons_name_what_was_wrong(graded):
     assert "should return a torch.Tensor" in by_cell(graded, "t11_equal")["task6_map_test"].reason
 
 
+def test_visible_checks_are_recorded_beside_the_score(graded):
+    """Each cell's visible checks (the released asserts, run on the same answers after every probe)
+    are recorded for the class report: what the student saw, apart from the score."""
+    def visible(student):
+        return {c.grade_id: c.visible for c in graded["results"][student].cells if c.score is not None}
+
+    assert set(visible("good").values()) == {"passed"}
+    assert visible("t01_pass")["task1_scores_test"] == "passed"      # the released checks, not the edit
+    assert visible("t11_dtype")["task6_map_test"] == "passed"        # the shape they check is right ...
+    assert by_cell(graded, "t11_dtype")["task6_map_test"].status == "failed"   # ... the dtype is not
+    assert visible("t10_monkeypatch")["task6_map_test"] == "failed"
+    assert visible("t15_loop")["task6_map_test"] == "not run"        # its probe ran out of time
+    assert set(visible("t18_corrupt").values()) == {""}               # nothing ran
+
+
 def test_course_files_cannot_be_read_or_the_gradebook_written(graded):
     assert score(graded, "t12_read") == FULL            # every read failed, so the answer stayed right
     assert score(graded, "t13_gradebook") == FULL

@@ -7,6 +7,7 @@ instructor grades a class.
 """
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import nbformat
 import pytest
 
 import nbgrader_harness as harness
+from attention_course_instructor.grading import class_report
 from attention_course_instructor.grading.notebook import grade_id
 from attention_course_instructor.grading.hardened import sandbox
 from conftest import REPO
@@ -132,3 +134,17 @@ def test_feedback_names_the_failed_check_without_the_hidden_tests(graded):
     feedback = (graded["course"].root / "feedback/gates_left_off/lab12/lab12.html").read_text()
     assert "switch every head back on" in feedback
     assert "run_hidden_check" not in feedback and "set_parameters" not in feedback
+
+
+def test_the_batch_ends_with_each_lab_s_class_report(graded):
+    root = graded["course"].root
+    for lab in ("lab8", "lab12"):
+        assert f"{lab}: class report in" in graded["stdout"]
+        assert (root / "reports" / lab / class_report.HTML_NAME).exists()
+    results = {r["student"]: r for r in json.loads((root / "reports/lab12/report.json").read_text())}
+    assert {c["visible"] for c in results["good"]["cells"] if c["score"] is not None} == {"passed"}
+    dtype = next(c for c in results["t11_dtype"]["cells"] if c["grade_id"] == "task6_ablation_test")
+    assert (dtype["visible"], dtype["status"]) == ("passed", "failed")
+    with open(root / "reports/lab12" / class_report.CSV_NAME, newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["cell"] == "task6_ablation_test")
+    assert (row["submissions"], row["hidden_passed"]) == ("13", "4")   # good, t01, t03, t12_read

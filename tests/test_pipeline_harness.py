@@ -72,3 +72,26 @@ def test_solution_full_marks_and_release_zero(fixture_lab):
     for cell in auto:
         assert result["solution"][cell].score == result["solution"][cell].max_score == 2
         assert result["untouched"][cell].score == 0
+
+
+def test_a_generation_is_shared_only_with_the_same_source(tmp_path, monkeypatch):
+    """Within a test run a source is generated once and copied into later new courses (the
+    suite's shortcut, nbgrader_harness.generate); a course whose source differs is generated anew."""
+    monkeypatch.setenv(harness.SHARED_VARIABLE, str(tmp_path / "shared"))
+    first = harness.make_course(tmp_path / "first", FIXTURE / "source" / "fixture", "fixture")
+    release, solutions = harness.generate(first, "fixture")
+    copied = harness.make_course(tmp_path / "copied", FIXTURE / "source" / "fixture", "fixture")
+    copy_release, copy_solutions = harness.generate(copied, "fixture")
+    harness.assert_in_sync(copy_release, release)
+    harness.assert_in_sync(copy_solutions, solutions)
+    copied.nbgrader("db", "student", "add", "ada")           # the copied gradebook is nbgrader's own
+    edited = harness.make_course(tmp_path / "edited", FIXTURE / "source" / "fixture", "fixture")
+    path = edited.root / "source" / "fixture" / "fixture.ipynb"
+    nb = load_nb(path)
+    cell = next(c for c in nb.cells if "shifted / shifted.sum()" in c.source)
+    cell.source = cell.source.replace("shifted / shifted.sum()", "shifted / np.sum(shifted)")
+    nbformat.write(nb, path)
+    _, edited_solutions = harness.generate(edited, "fixture")
+    assert "np.sum(shifted)" in (edited_solutions / "fixture.ipynb").read_text()
+    assert "np.sum(shifted)" not in (solutions / "fixture.ipynb").read_text()
+    assert len(list((tmp_path / "shared" / "generated").glob("fixture-*.lock"))) == 2

@@ -137,13 +137,14 @@ def from_plain(value):
     return Opaque()
 
 
+#: how a message names the type of what came back (the lab's words, never the student's)
+TYPE_WORDS = {TensorAnswer: "a tensor", Opaque: "an object of another type", bool: "a bool",
+              int: "an int", float: "a float", str: "a string", list: "a list", tuple: "a tuple",
+              dict: "a dict", type(None): "None", object: "another type"}
+
+
 def _type_word(value) -> str:
-    if isinstance(value, TensorAnswer):
-        return "a tensor"
-    if isinstance(value, Opaque):
-        return "an object of another type"
-    return {bool: "a bool", int: "an int", float: "a float", str: "a string", list: "a list",
-            tuple: "a tuple", dict: "a dict", type(None): "None"}.get(type(value), "another type")
+    return TYPE_WORDS.get(type(value), TYPE_WORDS[object])
 
 
 #: the most of a shape a message quotes: its rank and this many leading sizes (a returned shape is

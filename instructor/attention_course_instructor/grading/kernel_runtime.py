@@ -13,6 +13,9 @@ inside themselves and use nothing else of this package. nbgrader's hidden tests 
   builtins as they were before any student code ran;
 - :func:`_course_make_probe` -- the kernel's ``_course_probe(grade_id, seed)``, which runs one
   check's probe and publishes its record under the probe MIME type;
+- :func:`_course_make_visible` -- the kernel's ``_course_visible(grade_id, source)``, which runs a
+  graded cell's visible checks (the asserts the student was given) once that cell's probe has
+  completed, for the instructor's class report only: it never changes a score;
 - :func:`_course_cpu_only` -- makes CUDA requests land on the CPU when the grader has no GPU.
 """
 import inspect
@@ -108,7 +111,7 @@ def _course_make_probe(checks_source, mime):
     from IPython import get_ipython
     from IPython.display import publish_display_data
     run_probe, dumps = _course_runtime()
-    shell, loaded = get_ipython(), {}
+    shell, loaded, completed = get_ipython(), {}, set()
 
     def probe(grade_id, seed):
         if not loaded:
@@ -116,7 +119,26 @@ def _course_make_probe(checks_source, mime):
         inputs, check_probe = loaded["_COURSE_CHECKS"][grade_id]
         record = run_probe(inputs, check_probe, shell.user_ns, seed)
         publish_display_data({mime: dumps(record)})
+        completed.add(grade_id)
+    probe.completed = completed
     return probe
+
+
+def _course_make_visible(completed, not_run):
+    """The kernel's ``_course_visible(grade_id, source)``: runs ``source`` (a graded cell's visible
+    checks, as released) in the student's namespace, as their own notebook ran it, so that an
+    assert that fails is the cell's error. When that cell's probe did not complete in this kernel
+    (it is not in ``completed``, the probe's set: it timed out, or the kernel died) the checks are
+    not run, and an exception of the class named ``not_run`` is raised instead."""
+    from IPython import get_ipython
+    shell = get_ipython()
+    NotRun = type(not_run, (Exception,), {})
+
+    def visible(grade_id, source):
+        if grade_id not in completed:
+            raise NotRun(grade_id)
+        exec(compile(source, f"<visible checks of {grade_id}>", "exec"), shell.user_ns)
+    return visible
 
 
 def _course_cpu_only():
@@ -147,5 +169,6 @@ def _course_cpu_only():
 
 
 def runtime_source() -> str:
-    """The three functions above as source text, for the first cell of a grading kernel."""
-    return "\n\n".join(inspect.getsource(f) for f in (_course_runtime, _course_make_probe, _course_cpu_only))
+    """The functions above as source text, for the first cell of a grading kernel."""
+    return "\n\n".join(inspect.getsource(f) for f in (_course_runtime, _course_make_probe,
+                                                       _course_make_visible, _course_cpu_only))

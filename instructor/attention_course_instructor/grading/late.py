@@ -13,7 +13,8 @@
   setting, so both give a late submission the same penalty.
 
 A penalty is nbgrader's ``late_submission_penalty`` on each submitted notebook: formgrader, ``nbgrader
-export`` and the LMS exports all subtract it from the score. :func:`apply` sets it for one student.
+export`` and the LMS exports all subtract it from the score. :func:`apply` sets it for one student;
+:func:`recorded` reads it back (the class report).
 """
 from __future__ import annotations
 
@@ -111,16 +112,21 @@ def apply(gb, assignment: str, student: str, policy: LateSubmissionPlugin,
     if (assignment, student) in extensions:
         submission.extension = extensions[(assignment, student)] or None
     late = submission.total_seconds_late
-    penalty = 0.0
     for notebook in submission.notebooks:
         notebook.late_submission_penalty = None
         if late > 0:
             value = policy.late_submission_penalty(student, notebook.score, late)
             if value is not None:                  # as AssignLatePenalties: within [0, score]
-                value = min(max(value, 0.0), notebook.score)
-                notebook.late_submission_penalty = value
-                penalty += value
+                notebook.late_submission_penalty = min(max(value, 0.0), notebook.score)
+    return recorded(submission)
+
+
+def recorded(submission) -> Late | None:
+    """A submission's lateness as the gradebook holds it (nbgrader's ``SubmittedAssignment``, its
+    penalties set by :func:`apply`), or None when it was on time."""
+    late = submission.total_seconds_late
     if late <= 0:
         return None
     extension = submission.extension.total_seconds() / 3600 if submission.extension else 0.0
-    return Late(student, round(late / 3600, 2), round(extension, 2), round(penalty, 2))
+    penalty = sum(notebook.late_submission_penalty or 0.0 for notebook in submission.notebooks)
+    return Late(submission.student.id, round(late / 3600, 2), round(extension, 2), round(penalty, 2))

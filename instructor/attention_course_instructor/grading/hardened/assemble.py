@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course_instructor.grading.checks import Lab, check_seed
-from attention_course_instructor.grading.hardened.probes import prelude, probe_cell
+from attention_course_instructor.grading.hardened.probes import prelude, probe_cell, visible_cell
 from attention_course_instructor.grading.notebook import (Matching, grade_id, is_autograded_test, is_grade,
                                                           is_locked, is_solution, match_submission,
                                                           nbgrader_meta, released_test_source)
@@ -93,7 +93,9 @@ def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab:
     """The cells to run, what each one is, and what was found changed in the submission.
 
     Returns ``(sources, roles, flags, tampered)``: ``roles[i]`` is ``("prelude"|"run"|"solution"|
-    "extra"|"probe", grade_id)``; ``tampered`` lists changes that make a submission fail closed.
+    "extra"|"probe"|"visible", grade_id)``; ``tampered`` lists changes that make a submission fail
+    closed. The visible cells (each autograded cell's released asserts) come last, after every
+    probe, so that nothing they do reaches a score.
     """
     matching = matching or match_submission(source, student)
     flags = [f"duplicate cell {gid!r} ignored" for gid in matching.duplicates]
@@ -120,6 +122,10 @@ def assemble(source: nbformat.NotebookNode, student: nbformat.NotebookNode, lab:
     for anchor, added in matching.added.get(len(source.cells), []):
         sources.append(added.source)
         roles.append(("extra", anchor))
+    for cell in source.cells:
+        if is_autograded_test(cell):
+            sources.append(visible_cell(grade_id(cell), released_test_source(cell.source)))
+            roles.append(("visible", grade_id(cell)))
     source_ids = {grade_id(c) for c in source.cells}
     tampered += [f"graded cell {grade_id(c)!r} is not in the assignment" for c in student.cells
                  if is_grade(c) and grade_id(c) not in source_ids]

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from attention_course_instructor.grading import class_report
 from attention_course_instructor.grading.checks import SEED_FILE, SEED_VARIABLE, course_seed
 from attention_course_instructor.grading.hardened import GradingRun, Limits, cgroups, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
@@ -82,6 +83,10 @@ def main(argv=None) -> int:
             continue
         print(f"{run.assignment}: graded {len(results)} submissions; report in {folder}; feedback in "
               f"{run.root / 'feedback'} (nbgrader release_feedback {run.assignment} delivers it)")
+        try:                                          # the class report: for the instructor only
+            print(f"{run.assignment}: class report in {class_report.write(run.root, run.assignment)}")
+        except Exception as exc:
+            print(f"{run.assignment}: the class report could not be written: {exc!r}", file=sys.stderr)
         failed += [f"{run.assignment}: {r.student}: {r.fault}" for r in results if r.fault]
     if failed:
         print("grader faults (not the students' doing; nothing was recorded for these):\n  "

@@ -5,6 +5,10 @@ rebuilds the inputs from the grading seed and compares with the reference. Every
 as a message in the lab's words; the cell scores all or nothing. What the kernel itself reports
 (an exception's name, a crash) is quoted only as Python's own exception names, and every message
 is bounded (:func:`bounded`): at most ``MAX_REASONS`` of them per cell, ``MAX_REASON_CHARS`` each.
+
+Beside the score, each autograded cell records what its visible checks (the asserts the student was
+given) did when run on the same answers (``CellGrade.visible``; :mod:`~.probes`): the class report
+sets what students saw beside what the hidden checks found. It never changes a score.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 
 from attention_course_instructor.grading.checks import QUOTABLE_ERRORS, Lab
 from attention_course_instructor.grading.notebook import grade_id, is_grade, is_manual, points
-from attention_course_instructor.grading.hardened.probes import probe_record
+from attention_course_instructor.grading.hardened.probes import probe_record, visible_outcome
 
 
 MAX_REASONS = 6                  # messages kept per cell
@@ -35,6 +39,8 @@ class CellGrade:
     score: float | None                # None: graded by hand
     status: str                        # passed | failed | error | timeout | died | flood | manual | void
     reasons: list = field(default_factory=list)
+    visible: str = ""                  # the visible checks: passed | failed | not run | timeout | died
+                                       # | flood; "" where none ran (by hand, a void submission)
 
     @property
     def reason(self) -> str:
@@ -97,27 +103,30 @@ def score_cells(source, roles, outcomes, lab: Lab, seed: int) -> list[CellGrade]
         if is_manual(cell):
             grades.append(CellGrade(gid, worth, None, "manual", ["graded by hand"]))
             continue
-        outcome = outcomes[roles.index(("probe", gid))]
-        if outcome.status in ENDINGS:
-            grades.append(CellGrade(gid, worth, 0.0, outcome.status, [ending_reason(outcome) + context]))
-            continue
-        if outcome.status == "error":
-            grades.append(CellGrade(gid, worth, 0.0, "error",
-                                    [f"the check could not run: your code {error_words(outcome.error)}{context}"]))
-            continue
-        record, why = probe_record(outcome.outputs)
-        if record is None:
-            grades.append(CellGrade(gid, worth, 0.0, "error", [why + context]))
-            continue
-        try:
-            failures = lab.compare(gid, record, seed)
-        except Exception:                          # an answer the comparison did not foresee
-            failures = ["the answer could not be checked (its structure is not what the task asks for)"]
-        if failures and context:                   # a bound ended an earlier cell: say so
-            failures = [*failures[:MAX_REASONS - 1], f"an earlier cell ended early: {', '.join(broken)}"]
-        grades.append(CellGrade(gid, worth, 0.0 if failures else worth,
-                                "failed" if failures else "passed", bounded(failures)))
+        grades.append(_score_cell(gid, worth, outcomes[roles.index(("probe", gid))], lab, seed, context))
+        if ("visible", gid) in roles:
+            grades[-1].visible = visible_outcome(outcomes[roles.index(("visible", gid))])
     return grades
+
+
+def _score_cell(gid: str, worth: float, outcome, lab: Lab, seed: int, context: str) -> CellGrade:
+    """One autograded cell, from its probe's outcome (``context``: earlier cells a bound ended)."""
+    if outcome.status in ENDINGS:
+        return CellGrade(gid, worth, 0.0, outcome.status, [ending_reason(outcome) + context])
+    if outcome.status == "error":
+        return CellGrade(gid, worth, 0.0, "error",
+                         [f"the check could not run: your code {error_words(outcome.error)}{context}"])
+    record, why = probe_record(outcome.outputs)
+    if record is None:
+        return CellGrade(gid, worth, 0.0, "error", [why + context])
+    try:
+        failures = lab.compare(gid, record, seed)
+    except Exception:                              # an answer the comparison did not foresee
+        failures = ["the answer could not be checked (its structure is not what the task asks for)"]
+    if failures and context:                       # a bound ended an earlier cell: say so
+        failures = [*failures[:MAX_REASONS - 1], "an earlier cell ended early" + context]
+    return CellGrade(gid, worth, 0.0 if failures else worth, "failed" if failures else "passed",
+                     bounded(failures))
 
 
 def zero_cells(source, reason: str) -> list[CellGrade]:
