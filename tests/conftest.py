@@ -111,6 +111,17 @@ def built_book():
     return build.HTML
 
 
+@pytest.fixture(scope="session")
+def axe_script():
+    """axe-core's script, from the pinned npm packages (installed on first use, under the book
+    build's lock, so that a worker building the book and one needing axe never race in npm ci)."""
+    from attention_course_instructor.book import build
+
+    with build.one_build_at_a_time():
+        build.install_npm_assets()
+    return build.NODE_MODULES / "axe-core" / "axe.min.js"
+
+
 # ---- the built book in headless Chromium (Debian's, driven by Playwright; nothing downloaded) ----
 SHOTS = REPO / "_build" / "screenshots"
 LOCAL_HOSTS = {"127.0.0.1", "localhost", ""}

@@ -18,11 +18,17 @@ and a course's launches into the tool (``--tool-url``, the hub), by LTI 1.3's Op
 - ``GET /launch?user=<sub>&role=<Instructor|TeachingAssistant|Learner>``: the third-party initiated
   login, a redirect to the tool's ``/hub/lti13/oauth_login``; ``&fault=`` makes the launch that
   follows wrong in one way (``expired``, ``wrong-key``, ``wrong-client``, ``wrong-deployment``,
-  ``no-roles``);
+  ``no-roles``, ``other-course``: another course of the same deployment, ``azp``: one audience
+  but another party's ``azp``, ``elsewhere``: a ``target_link_uri`` outside the hub,
+  ``other-issuer``: a login start naming another issuer, ``slow-keys``: signed with a new key
+  that the key set serves only after 8 seconds); ``&given=`` sets the given name and
+  ``&canvas_id=`` sends Canvas's custom field ``canvas_user_id``;
 - ``GET /auth``: the authorization endpoint the tool redirects to; it answers a page that posts a
   signed ``id_token`` (RS256, this platform's key) and the tool's ``state`` back to the tool;
 - ``GET /jwks``: the platform's public key set;
-- ``GET /replay``: the last launch's page again, the same token and state (a replay).
+- ``GET /replay``: the last launch's page again, the same token and state (a replay);
+- ``GET /framed?...``: a page of this platform that shows ``/launch?...`` inside an iframe, as an
+  LMS shows a tool inside its page (open it as ``localhost`` for a cross-site frame).
 
 Every AGS request needs the bearer token and AGS's media types; anything else is refused with the
 HTTP status an LMS would give and a message saying why.
@@ -51,7 +57,9 @@ DEPLOYMENT = "deployment-1"
 KEY_ID = "platform-1"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim"
-FAULTS = ("expired", "wrong-key", "wrong-client", "wrong-deployment", "no-roles")
+FAULTS = ("expired", "wrong-key", "wrong-client", "wrong-deployment", "no-roles", "other-course",
+          "azp", "elsewhere", "other-issuer", "slow-keys")
+ROTATED_KEY_ID = "platform-2"
 
 
 def rsa_key():
@@ -64,6 +72,8 @@ class Platform:
     def __init__(self, tool_key: str, client_id: str, tool_url: str = ""):
         self.tool_key, self.client_id, self.tool_url = tool_key, client_id, tool_url.rstrip("/")
         self.key, self.rogue_key = rsa_key(), rsa_key()      # its own, and one nobody registered
+        self.rotated_key, self.slow_keys = rsa_key(), False  # a new key of its own, served late
+        self.slow_served = 0
         self.launches: dict[str, dict] = {}
         self.last_page = b""
         self.tokens: dict[str, set] = {}
@@ -167,9 +177,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _launch(self, query: dict) -> None:
         hint = secrets.token_urlsafe(8)
-        self.platform.launches[hint] = {"user": query.get("user", "someone"),
-                                        "role": query.get("role", "Learner"), "fault": query.get("fault", "")}
-        params = {"iss": self.base, "login_hint": hint, "target_link_uri": f"{self.platform.tool_url}/hub/",
+        self.platform.launches[hint] = {"user": query.get("user", "someone"), "given": query.get("given", ""),
+                                        "role": query.get("role", "Learner"), "fault": query.get("fault", ""),
+                                        "canvas_id": query.get("canvas_id", "")}
+        issuer = "https://another-platform.example" if query.get("fault") == "other-issuer" else self.base
+        if query.get("fault") == "slow-keys":
+            self.platform.slow_keys = True
+        params = {"iss": issuer, "login_hint": hint, "target_link_uri": f"{self.platform.tool_url}/hub/",
                   "lti_message_hint": hint, "client_id": self.platform.client_id,
                   "lti_deployment_id": DEPLOYMENT}
         self._redirect(f"{self.platform.tool_url}/hub/lti13/oauth_login?{urlencode(params)}")
@@ -178,7 +192,8 @@ class Handler(BaseHTTPRequestHandler):
         now, fault = int(time.time()), launch["fault"]
         claims = {"iss": self.base, "sub": launch["user"], "aud": self.platform.client_id,
                   "azp": self.platform.client_id, "iat": now, "exp": now + 300, "nonce": nonce,
-                  "name": f"A person called {launch['user']}", "given_name": launch["user"].title(),
+                  "name": f"A person called {launch['user']}",
+                  "given_name": launch["given"] or launch["user"].title(),
                   "family_name": "Tester", "email": f"{launch['user']}@example.edu",
                   f"{CLAIM}/message_type": "LtiResourceLinkRequest", f"{CLAIM}/version": "1.3.0",
                   f"{CLAIM}/deployment_id": DEPLOYMENT,
@@ -194,8 +209,18 @@ class Handler(BaseHTTPRequestHandler):
             claims[f"{CLAIM}/deployment_id"] = "deployment-of-another-course"
         elif fault == "no-roles":
             del claims[f"{CLAIM}/roles"]
-        key = self.platform.rogue_key if fault == "wrong-key" else self.platform.key
-        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": KEY_ID})
+        elif fault == "other-course":
+            claims[f"{CLAIM}/context"] = {"id": "course-2", "label": "OT201", "title": "Another course"}
+        elif fault == "azp":
+            claims["azp"] = "another-tool"
+        elif fault == "elsewhere":
+            claims[f"{CLAIM}/target_link_uri"] = "https://elsewhere.example/hub/"
+        if launch["canvas_id"]:
+            claims[f"{CLAIM}/custom"] = {"canvas_user_id": launch["canvas_id"]}
+        key, kid = {"wrong-key": (self.platform.rogue_key, KEY_ID),
+                    "slow-keys": (self.platform.rotated_key, ROTATED_KEY_ID)}.get(
+                        fault, (self.platform.key, KEY_ID))
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
     def _authorize(self, query: dict) -> None:
         launch = self.platform.launches.get(query.get("lti_message_hint") or query.get("login_hint", ""))
@@ -218,8 +243,20 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(page)
 
     def _jwks(self) -> None:
-        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.platform.key.public_key()))
-        self._send(200, {"keys": [{**jwk, "kid": KEY_ID, "alg": "RS256", "use": "sig"}]})
+        keys = [(self.platform.key, KEY_ID)]
+        if self.platform.slow_keys:                    # a key set that answers slowly, once
+            self.platform.slow_keys = False
+            self.platform.slow_served += 1
+            time.sleep(8)
+            keys.append((self.platform.rotated_key, ROTATED_KEY_ID))
+        self._send(200, {"keys": [{**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())),
+                                   "kid": kid, "alg": "RS256", "use": "sig"} for key, kid in keys]})
+
+    def _framed(self, url) -> None:
+        launch = html.escape(f"/launch?{url.query}")
+        self._send_page(("<!DOCTYPE html><html lang='en'><title>An LMS course page</title><body>"
+                         f"<h1>Course</h1><iframe title='the course hub' src='{launch}' width='1200' "
+                         "height='800' allow='clipboard-write'></iframe></body></html>").encode())
 
     def do_GET(self):
         url = urlparse(self.path)
@@ -232,9 +269,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._jwks()
         if url.path == "/replay":
             return self._send_page(self.platform.last_page)
+        if url.path == "/framed":
+            return self._framed(url)
         if url.path == "/received":
             return self._send(200, {"line_items": list(self.platform.line_items.values()),
-                                    "scores": self.platform.scores})
+                                    "scores": self.platform.scores,
+                                    "slow_key_sets_served": self.platform.slow_served})
         if url.path != "/lineitems":
             return self._refuse(404, f"nothing at {url.path}")
         if self._scopes() is None:

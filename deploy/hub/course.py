@@ -56,8 +56,8 @@ def account(name: str, create: bool) -> pwd.struct_passwd:
     except KeyError:
         if not create:
             sys.exit(f"there is no system account {name!r}: create it or pass --create-users")
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--comment", CREATED_MARK, name],
-                   check=True)
+    subprocess.run(["useradd", "--create-home", "-K", "HOME_MODE=0700", "--shell", "/bin/bash",
+                    "--comment", CREATED_MARK, name], check=True)
     return pwd.getpwnam(name)
 
 
@@ -164,17 +164,21 @@ def hub_answers(url: str) -> bool:
         return False
 
 
-def demo_password(state: Path) -> str:
-    """The shared password of a try-out hub: made once, kept in the hub's state (0600), so that
-    it stays the same across restarts."""
+def secret_in(path: Path, hex_bytes: int = 0) -> str:
+    """A secret made once and kept in ``path`` (0600), the same across restarts: ``hex_bytes``
+    random bytes in hex, or a short password."""
     import secrets
 
-    path = state / "demo-password"
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_urlsafe(9))
+            handle.write(secrets.token_hex(hex_bytes) if hex_bytes else secrets.token_urlsafe(9))
     return path.read_text().strip()
+
+
+def demo_password(state: Path) -> str:
+    """The shared password of a try-out hub, kept in the hub's state."""
+    return secret_in(state / "demo-password")
 
 
 def start(create_users: bool) -> int:
@@ -196,6 +200,7 @@ def start(create_users: bool) -> int:
     state = s["state"]
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
     env = dict(os.environ)
+    env.setdefault("JUPYTERHUB_CRYPT_KEY", secret_in(state / "crypt-key", 32))   # for auth_state
     auth = env.setdefault("COURSE_HUB_AUTH", "pam")
     if auth == "shared-password":
         env.setdefault("COURSE_HUB_PASSWORD", demo_password(state))

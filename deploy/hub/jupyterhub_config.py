@@ -22,7 +22,7 @@ sends them to the course's submission service (``submissions.py``, a JupyterHub 
 its own account), which keeps a copy and the time it arrived; instructors collect from it.
 
 Instructors' servers may be framed by pages of the hub's own origin (``frame-ancestors 'self'``,
-``roles/instructor/jupyter_server_config.json``), so that *Nbgrader > Formgrader* opens inside
+``roles/instructor/jupyter_server_config.py``), so that *Nbgrader > Formgrader* opens inside
 JupyterLab; JupyterHub's default (``'none'``) stays on students' servers. On this one-origin hub
 the only pages an instructor's browser loads from the origin are the hub's, their own and their
 co-instructors' servers (students' servers are not theirs to open), and files a server serves
@@ -92,6 +92,8 @@ elif AUTH == "lti13":                   # launches from the LMS (lti13_login.py)
     c.CourseLTI13Authenticator.issuer = platform["issuer"]
     c.CourseLTI13Authenticator.client_id = {platform["client_id"]}
     c.CourseLTI13Authenticator.deployment_id = platform["deployment_id"]
+    c.CourseLTI13Authenticator.context_id = platform.get("context_id", "")
+    c.CourseLTI13Authenticator.hub_url = os.environ.get("COURSE_HUB_PUBLIC_URL", f"http://{IP}:{PORT}")
     c.CourseLTI13Authenticator.authorize_url = platform["authorize_url"]
     c.CourseLTI13Authenticator.jwks_endpoint = platform["jwks_endpoint"]
     c.CourseLTI13Authenticator.instructors_group = INSTRUCTORS_GROUP
@@ -101,8 +103,24 @@ elif AUTH == "lti13":                   # launches from the LMS (lti13_login.py)
     c.CourseLTI13Authenticator.manage_groups = True
     c.CourseLTI13Authenticator.allow_all = True
     c.CourseLTI13Authenticator.create_system_users = True
-    c.CourseLTI13Authenticator.add_user_cmd = ["useradd", "--create-home", "--shell", "/bin/bash",
-                                               "--comment", "attention-course hub account"]
+    c.CourseLTI13Authenticator.add_user_cmd = ["useradd", "--create-home", "-K", "HOME_MODE=0700",
+                                               "--shell", "/bin/bash", "--comment", "attention-course hub account"]
+    # the launch's claims, encrypted, where the hub has a key (course.py start makes one)
+    c.CourseLTI13Authenticator.enable_auth_state = bool(os.environ.get("JUPYTERHUB_CRYPT_KEY"))
+    if platform.get("frame_origin"):    # the LMS shows the hub inside its page: allow that frame,
+        frame = f"frame-ancestors 'self' {platform['frame_origin']}"     # and cookies across it
+        # A cookie set inside another site's frame is a third-party cookie, which browsers now
+        # block; a *partitioned* one (CHIPS) is kept for that frame of that site, which is all the
+        # login and the session inside the LMS page need. Python's cookies learn the attribute
+        # in 3.14; until then it is added here (and in the servers' settings, roles/).
+        import http.cookies
+
+        http.cookies.Morsel._reserved.setdefault("partitioned", "Partitioned")
+        http.cookies.Morsel._flags.add("partitioned")
+        c.JupyterHub.tornado_settings = {
+            "headers": {"Content-Security-Policy": frame},
+            "cookie_options": {"SameSite": "None", "Secure": True, "Partitioned": True}}
+        FRAME_ORIGIN = platform["frame_origin"]         # the servers' settings read it (roles/)
 else:
     raise ValueError(f"COURSE_HUB_AUTH must be pam, shared-password, native or lti13, not {AUTH!r}")
 if AUTH != "lti13":                     # the roster decides who may log in, and each one's group
@@ -148,6 +166,8 @@ c.Spawner.environment = {
     # attention-course.sh (course.py) puts this environment first again
     "COURSE_USER_ENV": str(USER_ENV),
 }
+if AUTH == "lti13" and platform.get("frame_origin"):        # roles/*/jupyter_server_config.py
+    c.Spawner.environment["COURSE_FRAME_ORIGIN"] = FRAME_ORIGIN
 # a server's own token ($JUPYTERHUB_API_TOKEN): the default scopes, and the submission service
 c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
                                  f"access:services!service={SUBMISSIONS_SERVICE}"]
