@@ -23,11 +23,15 @@ MODULE = "attention_course_instructor.grading.lms_export"
 # lab -> (due date, {cell: (max score, autograded?)})
 LABS = {"lab8": (datetime(2026, 10, 1, 17), {"task1": (6, True), "task2": (4, True)}),
         "lab12": (datetime(2026, 11, 1, 17), {"task4": (20, True), "task7": (7, False)})}
-STUDENTS = {"ada": ("Ada", "Lovelace", "1001"), "bo": ("Bo", None, "1002"), "cy": (None, "Cyr", "1003")}
-# (lab, student) -> {cell: score}, and the late penalty
+# student -> (first name, last name, Canvas user id: what the hub records as lms_user_id when the
+# launch carries canvas_user_id=$Canvas.user.id); di's display name is a spreadsheet formula
+STUDENTS = {"ada": ("Ada", "Lovelace", "1001"), "bo": ("Bo", None, "1002"), "cy": (None, "Cyr", "1003"),
+            "di": ("Di", '=HYPERLINK("http://evil.example","Cyr")', "1004"), "eve": ("Eve", "Ng", "1005")}
+# (lab, student) -> {cell: score (None: still to be graded by hand)}, and the late penalty
 SCORES = {("lab8", "ada"): ({"task1": 6, "task2": 3}, 0.0),
           ("lab12", "ada"): ({"task4": 18, "task7": 5}, 2.0),
-          ("lab8", "bo"): ({"task1": 4, "task2": 0}, 0.0)}
+          ("lab8", "bo"): ({"task1": 4, "task2": 0}, 0.0),
+          ("lab12", "eve"): ({"task4": 15, "task7": None}, 0.0)}
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +63,9 @@ def fill_gradebook(root: Path) -> None:
                 grade = gb.find_grade(cell, lab, lab, student)
                 if LABS[lab][1][cell][1]:
                     grade.auto_score = score
-                else:
+                else:                                  # a written answer: graded, or waiting
                     grade.manual_score = score
+                grade.needs_manual_grade = score is None   # as nbgrader leaves a graded cell
             gb.find_submission_notebook(lab, lab, student).late_submission_penalty = penalty
             gb.db.commit()
 
@@ -84,10 +89,10 @@ def test_the_export_matches_the_lms_layout(course, tmp_path, plugin, reference):
 
 def test_a_lab_total_is_automatic_plus_manual_less_the_late_penalty(course):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        assert lms_export.lab_total(gb, "lab12", "ada") == 18 + 5 - 2
-        assert lms_export.lab_total(gb, "lab12", "bo") is None          # not submitted: blank
+        assert lms_export.lab_result(gb, "lab12", "ada").score == 18 + 5 - 2
+        assert lms_export.lab_result(gb, "lab12", "bo").score is None          # not submitted: blank
         # the same totals as nbgrader's own export (its score less its penalty)
-        ours = {(lab, s): lms_export.lab_total(gb, lab, s) for lab in LABS for s in STUDENTS}
+        ours = {(lab, s): lms_export.lab_result(gb, lab, s).score for lab in LABS for s in STUDENTS}
     rows = export(course, "CsvExportPlugin", course / "nbgrader.csv").splitlines()
     header = rows[0].split(",")
     theirs = {}

@@ -22,19 +22,37 @@ student add <username> --lms-user-id <the LMS's user id>``), with the hub userna
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import ExportPlugin
 from traitlets import Dict, Unicode
 
 
-def lab_total(gradebook: Gradebook, assignment: str, student: str) -> float | None:
-    """A student's score on a lab as the LMS should record it, or None if nothing was submitted."""
+@dataclass(frozen=True)
+class LabResult:
+    """A student's lab as the LMS should record it (:func:`lab_result`)."""
+
+    score: float | None            # automatic + manual, less the late penalty; None: not submitted
+    pending: tuple = ()            # the cells still to be graded by hand (nbgrader's needs_manual_grade)
+
+    @property
+    def final(self) -> bool:
+        """Submitted and graded in full: a score the LMS may record as the grade."""
+        return self.score is not None and not self.pending
+
+
+def lab_result(gradebook: Gradebook, assignment: str, student: str) -> LabResult:
+    """A student's lab from nbgrader's gradebook: the total less the late penalty (never below
+    zero) and which cells still wait for a grader, or a result without a score if nothing was
+    submitted."""
     try:
         submission = gradebook.find_submission(assignment, student)
     except MissingEntry:
-        return None
-    return round(max(0.0, submission.score - submission.late_submission_penalty), 2)
+        return LabResult(None)
+    pending = tuple(sorted(grade.name for notebook in submission.notebooks for grade in notebook.grades
+                           if grade.needs_manual_grade))
+    return LabResult(round(max(0.0, submission.score - submission.late_submission_penalty), 2), pending)
 
 
 def _number(value: float | None) -> str:
@@ -90,7 +108,7 @@ class CanvasCsvExportPlugin(_LmsCsv):
         for student in self.students(gradebook):
             name = ", ".join(part for part in (student.last_name, student.first_name) if part) or student.id
             rows.append([name, student.lms_user_id or "", "", student.id, self.section,
-                         *(_number(lab_total(gradebook, lab.name, student.id)) for lab in labs)])
+                         *(_number(lab_result(gradebook, lab.name, student.id).score) for lab in labs)])
         return rows
 
 
@@ -106,5 +124,5 @@ class MoodleCsvExportPlugin(_LmsCsv):
         for student in self.students(gradebook):
             rows.append([student.first_name or "", student.last_name or "", student.lms_user_id or "",
                          student.email or "", student.id,
-                         *(_number(lab_total(gradebook, lab.name, student.id)) for lab in labs)])
+                         *(_number(lab_result(gradebook, lab.name, student.id).score) for lab in labs)])
         return rows
