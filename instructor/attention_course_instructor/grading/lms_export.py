@@ -246,8 +246,8 @@ class MoodleCsvExportPlugin(_LmsCsv):
                  *map(self.title, labs)]]
         for student in students:
             rows.append([self.text(student, student.first_name), self.text(student, student.last_name),
-                         student.lms_user_id or "", self.text(student, student.email), student.id,
-                         *self.grades(gradebook, student, labs)])
+                         self.text(student, student.lms_user_id), self.text(student, student.email),
+                         self.text(student, student.id), *self.grades(gradebook, student, labs)])
         return rows
 
 

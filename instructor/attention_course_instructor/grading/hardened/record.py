@@ -205,8 +205,10 @@ class Written:
 
 def write_autograded(run, results: list[SubmissionGrade], times: dict | None = None) -> Written:
     """Write every autograded notebook; returns each student's answers as they were before (to
-    tell a changed answer from a re-grade of the same one) and who had no readable notebook."""
-    source, checksums, written = run.source(), _checksums(run), Written(times=times or {})
+    tell a changed answer from a re-grade of the same one), who had no readable notebook, and
+    each submission's time (``times``, else read here by :func:`submission_times`)."""
+    times = submission_times(run, results) if times is None else times
+    source, checksums, written = run.source(), _checksums(run), Written(times=times)
     for result in results:
         if result.fault:
             continue                                   # not graded: nothing to show as graded
