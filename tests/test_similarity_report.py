@@ -1,15 +1,22 @@
 """The class similarity report (``attention_course_instructor.grading.similarity``, on copydetect).
 
-Four Lab 12 submissions in a throw-away course: alice submits the model answers; bob submits
+Five Lab 12 submissions in a throw-away course: alice submits the model answers; bob submits
 alice's with every local name changed and the functions of each cell in another order; carol
 writes her own BPE, mask and attention; dave pastes the course package's ``attention`` into his
-answer. Bob is found with alice and dave with the course's file; carol with nobody; the released
-stubs count for no one.
+answer; eve submits alice's with a statement that does nothing after every statement (``pass``,
+``None``, ``0``, ``...``, a string, ``if False: pass``, ``assert True``, ``x = x``). Bob and eve
+are found with alice and dave with the course's file; carol with nobody; the released stubs
+count for no one. The same submissions give the same report whatever Python's hash seed.
 """
 from __future__ import annotations
 
+import ast
+import itertools
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -118,9 +125,28 @@ def disguised(source: str) -> str:
     return "\n".join(reversed(blocks))
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    course = tmp_path_factory.mktemp("course")
+JUNK = ("pass", "None", "0", "...", "'nothing to see'", "if False:\n    pass", "assert True", "x = x")
+
+
+def padded(source: str) -> str:
+    """``source`` with a statement that does nothing after each of its statements, at every depth."""
+    junk = itertools.cycle(JUNK)
+
+    class Pad(ast.NodeTransformer):
+        def generic_visit(self, node):
+            super().generic_visit(node)
+            for name in ("body", "orelse", "finalbody"):
+                body = getattr(node, name, None)
+                if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                    setattr(node, name, [s for stmt in body for s in (stmt, *ast.parse(next(junk)).body)])
+            return node
+
+    return ast.unparse(Pad().visit(ast.parse(source)))
+
+
+def make_course(root: Path) -> Path:
+    """The course of the module note, in ``root``."""
+    course = root
     (course / "labs" / "lab12").mkdir(parents=True)
     shutil.copy2(RELEASE, course / "labs" / "lab12")
     model = answers(SOLUTION)
@@ -132,6 +158,13 @@ def report(tmp_path_factory):
     submission(course, "dave", {"task2_solution": course_attention[0].replace("Q", "queries")
                                 + "\n\nscaled_dot_product = lambda q, k, v, mask=None: "
                                   "attention(q, k, v, mask)[0]\n"})
+    submission(course, "eve", {grade_id: padded(code) for grade_id, code in model.items()})
+    return course
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    course = make_course(tmp_path_factory.mktemp("course"))
     out = course / "reports" / "lab12"
     import matplotlib.pyplot as plt
 
@@ -148,6 +181,32 @@ def test_a_disguised_copy_is_found_with_its_source(report):
     pair = [m for m in matches if {m.student, m.other} == {"alice", "bob"}]
     assert len(pair) == 1 and pair[0].kind == "student"
     assert min(pair[0].student_share, pair[0].other_share) > 0.8, pair
+
+
+def test_statements_that_do_nothing_hide_no_copy(report):
+    """A statement that does nothing after every line took eve's copy to 0.496-0.50 of alice's,
+    either side of the 0.5 threshold from one run to the next; they are not compared."""
+    matches, _ = report
+    pair = [m for m in matches if {m.student, m.other} == {"alice", "eve"}]
+    assert len(pair) == 1 and min(pair[0].student_share, pair[0].other_share) > 0.8, pair
+
+
+def test_the_report_is_the_same_whatever_the_hash_seed(tmp_path):
+    """copydetect hashes its k-grams with Python's hash(), salted anew in every process: the
+    shares moved by 0.01-0.02 from run to run. Two runs with different seeds write one report."""
+    course = make_course(tmp_path / "course")
+    readable = {"attention_course/core/transformer.py": (REPO / "attention_course/core/transformer.py").read_text()}
+    script = ("import sys, json; from pathlib import Path; "
+              "from attention_course_instructor.grading import similarity; "
+              "similarity.compare(Path(sys.argv[1]), 'lab12', Path(sys.argv[2]), "
+              "readable=json.loads(sys.argv[3]))")
+    csvs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out-{seed}"
+        subprocess.run([sys.executable, "-c", script, str(course), str(out), __import__("json").dumps(readable)],
+                       check=True, env={**os.environ, "PYTHONHASHSEED": seed}, timeout=600)
+        csvs.append((out / "similarity.csv").read_text())
+    assert csvs[0] == csvs[1] and csvs[0].count("\n") > 2
 
 
 def test_course_code_pasted_into_an_answer_is_named(report):

@@ -261,7 +261,7 @@ def summarise(course: Path, lab: str) -> ClassReport:
             faults.setdefault(fault_kind(r.fault), []).append(r.student)
     return ClassReport(lab, len(results), cells, [book.totals[s] for s in students if s in book.totals],
                        book.max_total, len(book.waiting), dict(void),
-                       sorted(book.late, key=lambda x: (-x.hours_late, x.student)), faults,
+                       sorted(book.late, key=lambda x: (-x.seconds_late, x.student)), faults,
                        any(c.visible for r in graded for c in r.cells), time.strftime("%Y-%m-%d %H:%M"))
 
 
@@ -493,11 +493,11 @@ def render_html(report: ClassReport, names: bool = False) -> str:
                      ["points", "submissions"], [[f"{lo:g} to {hi:g}", k] for lo, hi, k in bins], {1}),
               f"<h2>Late submissions ({len(report.late)})</h2>"]
     if report.late:
-        rows = [[x.student if names else str(i), f"{x.hours_late:g}", f"{x.extension_hours:g}",
+        rows = [[x.student if names else str(i), x.late_by, f"{x.extension_hours:g}",
                  f"{x.penalty:g}"] for i, x in enumerate(report.late, start=1)]
         parts += ["<p>Late after any extension, latest first; the penalty is the course's late "
                   "policy.</p>",
-                  _table("Late submissions", ["student" if names else "late submission", "hours late",
+                  _table("Late submissions", ["student" if names else "late submission", "late by (h:mm:ss)",
                                               "extension (hours)", "points deducted"], rows, {1, 2, 3})]
     else:
         parts.append("<p>None.</p>")

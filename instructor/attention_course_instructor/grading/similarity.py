@@ -15,6 +15,18 @@ and moved lines still match; it runs here, nothing leaves the machine):
 - **the released notebook is boilerplate**: the code every student was given (the answer cells'
   stubs, signatures and docstrings) is not counted as a match.
 
+Before fingerprinting, every piece of code is normalised (:func:`normalised`): parsed, its
+comments and layout dropped, and every statement that does nothing removed (``pass`` where a body
+has others, a bare constant, string or name, ``x = x``, ``if False:``, ``assert True``), so that
+padding a copy with such statements does not dilute it. Code that does not parse (IPython's
+``%magic``, say) is compared as written. The report shows the code as compared.
+
+copydetect hashes its k-grams with Python's ``hash()``, salted anew in every process
+(``PYTHONHASHSEED``), which moved every share by 0.01-0.02 from one run to the next, and lists a
+folder's files in an order that follows the same seed; the comparison runs with a stable hash
+(:func:`stable_fingerprints`) over sorted files, so the same submissions always give the same
+report.
+
 A pair is listed when either side's share of matching code reaches ``--threshold`` (default 0.5,
 copydetect's "similarity" of that side). The report is for an instructor to read: a high score is
 a reason to look, never a verdict.
@@ -22,13 +34,17 @@ a reason to look, never a verdict.
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import hashlib
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
 from attention_course_instructor import paths
 from attention_course_instructor.grading.notebook import is_solution
@@ -51,10 +67,72 @@ class Match:
     tokens: int
 
 
+class _DropNoOps(ast.NodeTransformer):
+    """Removes the statements that do nothing (see the module note) from every body."""
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(node, name, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                kept = [s for stmt in body for s in self._kept(stmt)]
+                setattr(node, name, kept or ([ast.Pass()] if name == "body" else []))
+        return node
+
+    @staticmethod
+    def _kept(stmt) -> list:
+        if isinstance(stmt, ast.Pass):
+            return []
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Constant, ast.Name)):
+            return []
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Name) and \
+                stmt.targets[0].id == stmt.value.id:
+            return []
+        if isinstance(stmt, (ast.If, ast.While)) and isinstance(stmt.test, ast.Constant):
+            if not stmt.test.value:
+                return stmt.orelse if isinstance(stmt, ast.If) else []
+            return stmt.body if isinstance(stmt, ast.If) else [stmt]
+        if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Constant) and stmt.test.value:
+            return []
+        return [stmt]
+
+
+def normalised(code: str) -> str:
+    """``code`` as the report compares it: without comments, layout or statements that do nothing;
+    as written when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    return ast.unparse(ast.fix_missing_locations(_DropNoOps().visit(tree)))
+
+
+def stable_kgram_hashes(string: str, k: int) -> np.ndarray:
+    """copydetect's ``hashed_kgrams`` with a hash that is the same in every process (BLAKE2b)."""
+    data = string.encode("utf-32-le")                  # one code point, four bytes
+    return np.array([int.from_bytes(hashlib.blake2b(data[4 * i:4 * (i + k)], digest_size=8).digest(),
+                                    "little", signed=True) for i in range(len(string) - k + 1)],
+                    dtype=np.int64)
+
+
+@contextmanager
+def stable_fingerprints():
+    """copydetect's fingerprints with :func:`stable_kgram_hashes` while the block runs."""
+    import copydetect.utils
+
+    original = copydetect.utils.hashed_kgrams          # copydetect 0.5: get_document_fingerprints'
+    copydetect.utils.hashed_kgrams = stable_kgram_hashes   # one hash function, looked up per call
+    try:
+        yield
+    finally:
+        copydetect.utils.hashed_kgrams = original
+
+
 def answer_code(notebook: Path) -> str:
-    """The code of a notebook's answer cells, each headed by its cell id (for the report)."""
+    """The code of a notebook's answer cells, normalised, each headed by its cell id (for the report)."""
     nb = nbformat.read(notebook, as_version=4)
-    parts = [f"# cell {cell.get('id', '?')}\n{cell.source}\n" for cell in nb.cells
+    parts = [f"# cell {cell.get('id', '?')}\n{normalised(cell.source)}\n" for cell in nb.cells
              if cell.cell_type == "code" and is_solution(cell) and cell.source.strip()]
     return "\n".join(parts)
 
@@ -76,13 +154,13 @@ def course_code(package: Path = STUDENT_PACKAGE, book: Path = BOOK) -> dict[str,
 
     code = {}
     for module in sorted(package.rglob("*.py")):
-        code[str(module.relative_to(package.parent))] = module.read_text()
+        code[str(module.relative_to(package.parent))] = normalised(module.read_text())
     for page in sorted(book.rglob("*.md")):
         if "kernelspec:" not in page.read_text().split("\n---", 1)[0]:
             continue
         cells = jupytext.read(page).cells
         code[str(page.relative_to(book.parent))] = "\n\n".join(
-            cell.source for cell in cells if cell.cell_type == "code")
+            normalised(cell.source) for cell in cells if cell.cell_type == "code")
     return code
 
 
@@ -107,7 +185,7 @@ def compare(course: Path, lab: str, out: Path, threshold: float = THRESHOLD,
     if not released:
         raise FileNotFoundError(f"the released {lab} notebook is needed as boilerplate: "
                                 f"none under {course / 'labs' / lab}")
-    readable = course_code() if readable is None else readable
+    readable = course_code() if readable is None else {n: normalised(t) for n, t in readable.items()}
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="similarity-") as scratch:
         scratch = Path(scratch)
@@ -121,14 +199,19 @@ def compare(course: Path, lab: str, out: Path, threshold: float = THRESHOLD,
         for notebook in released:            # every cell handed out, answers' stubs included
             nb = nbformat.read(notebook, as_version=4)
             _write(scratch / "released", notebook.stem,
-                   "\n\n".join(c.source for c in nb.cells if c.cell_type == "code"))
+                   "\n\n".join(normalised(c.source) for c in nb.cells if c.cell_type == "code"))
         detector = CopyDetector(
             test_dirs=[str(scratch / "students")],
             ref_dirs=[str(scratch / "students"), str(scratch / "course")],
             boilerplate_dirs=[str(scratch / "released")], extensions=["py"],
             noise_t=NOISE, guarantee_t=GUARANTEE, display_t=threshold, autoopen=False,
             silent=True, out_file=str(out / "similarity.html"))
-        detector.run()
+        # copydetect lists the files of a folder through a set (an order that follows the hash
+        # seed), and which of a pair it compares first decides the pair's token count: sort them
+        for files in ("test_files", "ref_files", "boilerplate_files"):
+            setattr(detector, files, sorted(getattr(detector, files)))
+        with stable_fingerprints():
+            detector.run()
         matches = _listed(detector, origin, threshold)
         if matches:
             _report_on_own_figures(detector)
@@ -158,20 +241,24 @@ def _report_on_own_figures(detector) -> None:
 
 
 def _listed(detector, origin: dict, threshold: float) -> list[Match]:
+    """The pairs at or above ``threshold``, each once, in an order that depends on nothing but the
+    shares and the names (copydetect's own order of files does not)."""
     matrix, overlap = detector.similarity_matrix, detector.token_overlap_matrix
+    tests = sorted(range(len(detector.test_files)), key=lambda i: origin[detector.test_files[i]])
+    refs = sorted(range(len(detector.ref_files)), key=lambda j: origin[detector.ref_files[j]])
     seen, matches = set(), []
-    for i, test in enumerate(detector.test_files):
-        for j, ref in enumerate(detector.ref_files):
+    for i in tests:
+        for j in refs:
             share, other_share = matrix[i, j]
             if share < 0 or max(share, other_share) < threshold:
                 continue
-            (student, _), (other, kind) = origin[test], origin[ref]
+            (student, _), (other, kind) = origin[detector.test_files[i]], origin[detector.ref_files[j]]
             if student == other or frozenset((student, other)) in seen:
                 continue
             seen.add(frozenset((student, other)))
             matches.append(Match(student, other, kind, round(float(share), 3),
                                  round(float(other_share), 3), int(overlap[i, j])))
-    return sorted(matches, key=lambda m: -max(m.student_share, m.other_share))
+    return sorted(matches, key=lambda m: (-max(m.student_share, m.other_share), m.student, m.other))
 
 
 def _write_csv(path: Path, matches: list[Match]) -> None:

@@ -11,6 +11,12 @@
   cleared), which ``nbgrader release_feedback`` delivers through the exchange;
 - ``reports/<lab>/``: every student and every cell, for the instructor.
 
+The time of each submission is read first (``timestamp.txt``, :func:`submission_times`): one that
+is not a time is that student's recorded fault, and the file is kept beside as
+``timestamp.txt.unreadable`` so that formgrader, which reads every submitted time to list a lab's
+submissions, keeps working for everyone; the gradebook and ``autograded/`` only ever hold a time
+nbgrader can read. A submission without a time is graded and listed as "time unknown".
+
 Nothing written quotes text that the grading run's student code produced, a hidden input or a
 reference value. nbgrader's markers in a student's cells (``BEGIN HIDDEN TESTS`` in a comment,
 say) are neutralised before any nbgrader step reads the notebook. Each student is written on their
@@ -40,11 +46,14 @@ from attention_course_instructor.grading.notebook import (grade_id, is_autograde
 def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
     """Write everything a graded batch leaves, in order; returns the report folder. A student whose
     grading or recording failed is left with ``fault`` set and nothing half-written for them."""
-    written = write_autograded(run, results)
+    times = submission_times(run, results)
+    written = write_autograded(run, results, times)
     write_gradebook(run, results, written)
     if feedback:
         write_feedback(run, results)
-    return write_report(run, results, late_work=written.late)
+    unknown = [TimeUnknown(r.student, times[r.student].problem) for r in results
+               if r.student in times and times[r.student].when is None]
+    return write_report(run, results, late_work=written.late + unknown)
 
 
 def _fault(result: SubmissionGrade, step: str, exc: BaseException) -> None:
@@ -127,6 +136,62 @@ def _db(run) -> str:
     return f"sqlite:///{run.root / 'gradebook.db'}"
 
 
+UNREADABLE = "timestamp.txt.unreadable"        # where a timestamp.txt that is no time is kept
+
+
+@dataclass(frozen=True)
+class SubmissionTime:
+    """When a submission was handed in, as far as its ``timestamp.txt`` says."""
+    when: object = None                          # a datetime (UTC, as nbgrader keeps it), or None
+    problem: str = ""                            # why it is unknown
+
+
+@dataclass(frozen=True)
+class TimeUnknown:
+    """A submission the late policy could not judge, as the report lists it."""
+    student: str
+    problem: str
+
+
+def submission_times(run, results: list[SubmissionGrade]) -> dict:
+    """Each graded student's :class:`SubmissionTime`. A ``timestamp.txt`` that is not a time (or
+    one that was, and has not been replaced) makes that student's fault, with the reason and what
+    to do; the file is kept as ``timestamp.txt.unreadable``, so that nothing in ``submitted/`` stops
+    formgrader from listing the lab. A submission with no ``timestamp.txt`` has an unknown time."""
+    times = {}
+    for result in results:
+        if result.fault:
+            continue
+        folder, _ = _paths(run, result.student)
+        try:
+            times[result.student] = _submission_time(folder)
+        except ValueError as exc:                      # not recorded: listed as time unknown
+            result.fault = str(exc)
+            times[result.student] = SubmissionTime(None, "timestamp.txt is not a time: not recorded "
+                                                         "(see the grader faults)")
+    return times
+
+
+def _submission_time(folder: Path) -> SubmissionTime:
+    stamp, kept = folder / "timestamp.txt", folder / UNREADABLE
+    fix = ("write the time the work was submitted into timestamp.txt (nbgrader's form, e.g. "
+           "2026-10-01 17:00:00.000000 UTC) and grade the lab again")
+    if not stamp.exists() and not stamp.is_symlink():
+        if kept.exists():
+            raise ValueError(f"timestamp.txt was not a time (it is kept as {UNREADABLE}) and has not "
+                             f"been replaced: {fix}")
+        return SubmissionTime(None, "no timestamp.txt in the submission")
+    try:
+        text = read_regular_file(stamp, limit=4096).decode("utf-8", "replace")
+        return SubmissionTime(late.parse_submission_time(text))
+    except OSError as exc:                          # a link, or unreadable: never followed
+        raise ValueError(f"timestamp.txt could not be read ({exc}): {fix}") from None
+    except ValueError as exc:
+        stamp.replace(kept)
+        raise ValueError(f"timestamp.txt is not a time of submission: {exc}; it is kept as "
+                         f"{UNREADABLE}: {fix}") from None
+
+
 @dataclass
 class Written:
     """What :func:`write_gradebook` needs to know of the autograded notebooks just written."""
@@ -135,12 +200,15 @@ class Written:
     unreadable: set = field(default_factory=set)     # students whose notebook could not be read
     notebooks: dict = field(default_factory=dict)    # student -> the autograded notebook written
     late: list = field(default_factory=list)          # late.Late of each late submission recorded
+    times: dict = field(default_factory=dict)         # student -> SubmissionTime
 
 
-def write_autograded(run, results: list[SubmissionGrade]) -> Written:
+def write_autograded(run, results: list[SubmissionGrade], times: dict | None = None) -> Written:
     """Write every autograded notebook; returns each student's answers as they were before (to
-    tell a changed answer from a re-grade of the same one) and who had no readable notebook."""
-    source, checksums, written = run.source(), _checksums(run), Written()
+    tell a changed answer from a re-grade of the same one), who had no readable notebook, and
+    each submission's time (``times``, else read here by :func:`submission_times`)."""
+    times = submission_times(run, results) if times is None else times
+    source, checksums, written = run.source(), _checksums(run), Written(times=times)
     for result in results:
         if result.fault:
             continue                                   # not graded: nothing to show as graded
@@ -166,16 +234,22 @@ def _write_one_autograded(run, result, source, checksums, written: Written) -> N
     graded = autograded_notebook(source, submitted, result, checksums)
     nbformat.write(graded, target)
     written.notebooks[result.student] = graded
-    for name in SUBMISSION_FILES:                      # regular files only: a link is never read
-        try:
-            (folder / name).write_bytes(read_regular_file(submitted_dir / name, limit=4096))
-        except OSError:
-            (folder / name).unlink(missing_ok=True)
+    when = written.times.get(result.student, SubmissionTime()).when
+    if when is None:                                   # the time as read, in nbgrader's own form
+        (folder / "timestamp.txt").unlink(missing_ok=True)
+    else:
+        (folder / "timestamp.txt").write_text(when.strftime(TIMESTAMP_FORMAT))
+    try:                                               # a regular file only: a link is never read
+        (folder / SECRET).write_bytes(read_regular_file(submitted_dir / SECRET, limit=4096))
+    except OSError:
+        (folder / SECRET).unlink(missing_ok=True)
 
 
-# what nbgrader keeps beside a submitted notebook: when it was submitted, and the secret that names
-# its feedback in the exchange (generate_feedback and release_feedback read them from autograded/)
-SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
+# beside a submitted notebook nbgrader keeps when it was submitted (timestamp.txt) and the secret
+# that names its feedback in the exchange (generate_feedback and release_feedback read both from
+# autograded/)
+SECRET = "submission_secret.txt"
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
 
 
 def write_gradebook(run, results: list[SubmissionGrade], written: Written | None = None) -> None:
@@ -184,10 +258,6 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
     from sqlalchemy.exc import SAWarning
 
     written = written or Written()
-    try:                                               # the course's late policy and extensions
-        policy, extensions = late.late_policy(late.course_config(run.root)), late.read_extensions(run.root)
-    except ValueError as exc:
-        raise SystemExit(f"{run.assignment}: nothing recorded: {exc}") from None
     with warnings.catch_warnings(), Gradebook(_db(run)) as gb:
         warnings.simplefilter("ignore", SAWarning)          # nbgrader's own add_submission
         try:
@@ -195,6 +265,12 @@ def write_gradebook(run, results: list[SubmissionGrade], written: Written | None
         except MissingEntry:
             raise SystemExit(f"{run.assignment} is not in the gradebook {_db(run)}: run "
                              f"`nbgrader generate_assignment {run.assignment}` first") from None
+        students = {s.id for s in gb.students} | {p.name for p in (run.root / "submitted").glob("*")}
+        try:                                           # the course's late policy and extensions
+            policy = late.late_policy(late.course_config(run.root))
+            extensions = late.read_extensions(run.root, students, {a.name for a in gb.assignments})
+        except ValueError as exc:
+            raise SystemExit(f"{run.assignment}: nothing recorded: {exc}") from None
         for result in results:
             if result.fault:
                 continue                               # a grader fault is never a student's zero
@@ -216,10 +292,9 @@ def _write_one_grade(run, gb, result: SubmissionGrade, written: Written) -> None
     from nbgrader.utils import compute_checksum
 
     gb.update_or_create_student(result.student)
-    submitted_dir, folder = _paths(run, result.student)
-    stamp = run_timestamp(run, submitted_dir)
-    submission = (gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
-                  if stamp else gb.update_or_create_submission(run.assignment, result.student))
+    _, folder = _paths(run, result.student)
+    stamp = written.times.get(result.student, SubmissionTime()).when
+    submission = gb.update_or_create_submission(run.assignment, result.student, timestamp=stamp)
     graded = written.notebooks.get(result.student) or nbformat.read(folder / run.notebook, as_version=4)
     cells = {grade_id(c): c for c in graded.cells if grade_id(c)}
     scores = {c.grade_id: c for c in result.cells}
@@ -247,20 +322,6 @@ def _write_one_grade(run, gb, result: SubmissionGrade, written: Written) -> None
                 checksum = cell.metadata.get("nbgrader", {}).get("checksum")
                 blank = checksum is not None and checksum == compute_checksum(cell)
                 comment.auto_comment = "No response." if blank else None
-
-
-def run_timestamp(run, submitted_dir: Path):
-    """The submission's timestamp as nbgrader reads it (``timestamp.txt``), or None."""
-    from nbgrader.utils import parse_utc
-
-    try:
-        text = read_regular_file(submitted_dir / "timestamp.txt", limit=4096).decode("utf-8", "replace").strip()
-    except OSError:
-        text = ""
-    try:
-        return parse_utc(text) if text else None
-    except ValueError:
-        return None
 
 
 def write_feedback(run, results: list[SubmissionGrade] | None = None) -> None:
@@ -296,10 +357,17 @@ def limits_line(course) -> str:
     return line
 
 
+def _late_row(x) -> list:
+    if isinstance(x, TimeUnknown):
+        return [x.student, "time unknown", "", "", x.problem]
+    return [x.student, x.late_by, f"{x.extension_hours:g}", f"{x.penalty:g}", ""]
+
+
 def write_report(course, results: list[SubmissionGrade], folder: Path | None = None,
                  late_work: list | None = None) -> Path:
     """``report.csv`` (one row per student and cell), ``report.json`` and ``report.md``, which also
-    names every late submission and what it lost (``late_work``: :class:`late.Late` records)."""
+    names every late submission and what it lost (``late_work``: :class:`late.Late` records), and
+    every submission whose time is unknown (:class:`TimeUnknown`)."""
     folder = folder or course.root / "reports" / course.assignment
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "report.csv", "w", newline="") as fh:
@@ -324,12 +392,12 @@ def write_report(course, results: list[SubmissionGrade], folder: Path | None = N
              markdown_table(["student", "auto score", "zeros and reasons", "flags"], map(row, results))]
     if late_work:
         lines += ["", f"## Late submissions ({len(late_work)})", "",
-                  "Late after any extension; the penalty is the course's late policy "
-                  "(`AssignLatePenalties.plugin_class` in nbgrader_config.py). `nbgrader export` "
-                  "and the LMS exports subtract it; formgrader shows the score before it.", "",
-                  markdown_table(["student", "hours late", "extension (hours)", "points deducted"],
-                                 [[x.student, f"{x.hours_late:g}", f"{x.extension_hours:g}",
-                                   f"{x.penalty:g}"] for x in late_work])]
+                  "Late after any extension (hours:minutes:seconds); the penalty is the course's "
+                  "late policy (`AssignLatePenalties.plugin_class` in nbgrader_config.py). `nbgrader "
+                  "export` and the LMS exports subtract it; formgrader shows the score before it. A "
+                  "submission whose time is unknown has no penalty until its time is known.", "",
+                  markdown_table(["student", "late by", "extension (hours)", "points deducted", "note"],
+                                 map(_late_row, late_work))]
     faults = [r for r in results if r.fault]
     if faults:
         lines += ["", f"## Grader faults ({len(faults)})", "",
