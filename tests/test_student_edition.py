@@ -278,17 +278,21 @@ def test_every_launch_button_leads_to_the_student_repository(student_edition, bu
 
 
 @pytest.mark.slow
-def test_every_colab_button_opens_a_notebook_the_edition_holds(student_edition):
-    """Colab opens notebooks: each page's Colab link names an .ipynb of the edition, and a
-    chapter page's twin starts by installing the course package where it is missing."""
-    docs, prefix = student_edition / "docs", "https://colab.research.google.com/github/"
-    blob = prefix + STUDENT_REPOSITORY.removeprefix("https://github.com/") + "/blob/main/"
+@pytest.mark.parametrize("launcher", ("Colab", "Binder"))
+def test_every_launch_button_opens_a_notebook_the_edition_holds(student_edition, launcher):
+    """Colab opens notebooks, and Binder's JupyterLab opens a Markdown page in its text editor:
+    each page's Colab and Binder links name an .ipynb of the edition, and a chapter page's twin
+    starts with the labs' install cell."""
+    docs, repo = student_edition / "docs", STUDENT_REPOSITORY.removeprefix("https://github.com/")
+    prefix = {"Colab": f"https://colab.research.google.com/github/{repo}/blob/main/",
+              "Binder": f"https://mybinder.org/v2/gh/{repo}/main?urlpath=lab/tree/"}[launcher]
     opened = set()
     for page in docs.rglob("*.html"):
-        for url in re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page.read_text()):
-            assert url.startswith(blob) and url.endswith(".ipynb"), (page.name, url)
-            assert (student_edition / url.removeprefix(blob)).exists(), url
-            opened.add(url.removeprefix(blob))
+        for url in re.findall(rf'href="(https://{re.escape(prefix.split("/")[2])}/[^"]+)"', page.read_text()):
+            url = html.unescape(url)
+            assert url.startswith(prefix) and url.endswith(".ipynb"), (page.name, url)
+            assert (student_edition / url.removeprefix(prefix)).exists(), url
+            opened.add(url.removeprefix(prefix))
     assert "book/chapter8/self-attention.ipynb" in opened and "labs/lab8/lab8.ipynb" in opened
     twin = nbformat.read(student_edition / "book/chapter8/self-attention.ipynb", as_version=4)
     assert f'COURSE_WHEEL = "{edition.wheel_name()}"' in twin.cells[0].source

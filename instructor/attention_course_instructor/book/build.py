@@ -42,6 +42,7 @@ from pathlib import Path
 
 import yaml
 
+from attention_course.book.glue import BUILD_VARIABLE
 from attention_course_instructor import paths
 from attention_course_instructor.book.outcomes import write_index
 
@@ -122,6 +123,11 @@ REPORT_TAIL = 15                 # lines of each failed page's execution report 
 MAX_PROBLEMS = 40                # warning lines in the message (the full log has them all)
 
 
+# set for every kernel that executes a page for the book: the pages' ``glue`` then hands its values
+# to myst-nb; anywhere else (a page's notebook on Colab) it shows them
+BOOK_KERNEL_ENV = {BUILD_VARIABLE: "1"}
+
+
 def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> None:
     """Run the build, echoing its output; on failure raise :class:`BookBuildError` naming each
     warning and the end of each failed page's execution report, so a test log that keeps only
@@ -129,7 +135,7 @@ def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> Non
     print("+", " ".join(cmd), flush=True)
     problems, started = [], time.time()
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace") as process:
+                          text=True, errors="replace", env={**os.environ, **BOOK_KERNEL_ENV}) as process:
         for line in process.stdout:
             sys.stdout.write(line)
             plain = _ANSI.sub("", line).rstrip()
@@ -358,7 +364,7 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
     timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"].get("timeout", 30)
     print(f"+ executing {len(todo)} page(s), {jobs} at a time", flush=True)
     seconds = {}
-    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), initializer=_as_the_book) as pool:
         for path, nb, took, error in pool.imap_unordered(_run_page, [(p, timeout) for p in todo]):
             name = Path(path).relative_to(ROOT)
             if nb is None:
@@ -369,6 +375,10 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
             seconds[str(name)] = round(took, 1)
             print(f"  {name}: {took:.0f} s", flush=True)
     return seconds
+
+
+def _as_the_book() -> None:
+    os.environ.update(BOOK_KERNEL_ENV)         # for the kernels this worker starts
 
 
 def _run_page(args: tuple[str, int]):
