@@ -337,6 +337,32 @@ def test_release_stamps_the_version_into_the_install_cell():
     assert stamped.source == f'COURSE_WHEEL = "{edition.wheel_name()}"\nx = 1'
 
 
+@pytest.mark.parametrize("options, site", [
+    ({"student_repository": "https://github.com/Some-Org/course.git"}, "https://some-org.github.io/course/"),
+    ({"student_repository": "https://github.com/o/r", "student_site": "https://course.example.edu/ml"},
+     "https://course.example.edu/ml/"),
+    ({"student_repository": ""}, "")])
+def test_the_site_follows_edition_yml(options, site, monkeypatch):
+    """The book's html_baseurl and the wheel URL stamped into the labs' install cell are the
+    student site of edition.yml (its GitHub Pages site unless it names another)."""
+    from attention_course_instructor.grading.preprocessors import StampCourseVersion
+
+    monkeypatch.setattr(build, "settings", lambda: options)
+    assert build.site_url() == site
+    assert build.book_config(options["student_repository"])["sphinx"]["config"].get("html_baseurl", "") == site
+    cell = nbformat.v4.new_code_cell('COURSE_WHEEL = "attention_course-0.1.0-py3-none-any.whl"\n'
+                                     'BOOK_WHEELS = "https://old.example/_static/wheels/"')
+    stamped, _ = StampCourseVersion().preprocess_cell(cell, {}, 0)
+    wheels = f"{site}_static/wheels/" if site else ""
+    assert stamped.source.splitlines()[1] == f'BOOK_WHEELS = "{wheels}"'
+
+
+def test_the_released_labs_name_the_site_of_edition_yml():
+    for lab in LABS:
+        cell = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4).cells[1].source
+        assert f'BOOK_WHEELS = "{build.site_url()}_static/wheels/"' in cell, f"run make release LAB={lab}"
+
+
 def wheel_at_version(version: str, folder: Path) -> Path:
     """The student wheel built from a copy of the package whose version is ``version``."""
     project = folder / "project"
@@ -348,30 +374,74 @@ def wheel_at_version(version: str, folder: Path) -> Path:
     return build.build_wheel(project, folder / "wheels")
 
 
-@pytest.mark.slow
-def test_a_notebook_handed_out_earlier_installs_its_version_after_a_newer_one(tmp_path):
-    out, later = tmp_path / "edition", "99.0.0"
-    edition.publish_wheel(out, build.build_wheel(REPO, tmp_path / "now"))
-    wheels = edition.publish_wheel(out, wheel_at_version(later, tmp_path / "later"))
-    assert [w.name for w in wheels] == [edition.wheel_name(), edition.wheel_name(later)]
-    site = tmp_path / "site"
+LATER = "99.0.0"                       # a version published after this one
+
+
+@pytest.fixture(scope="session")
+def two_versions(tmp_path_factory):
+    """This version's wheel and a later one, published in one edition and served over HTTP at the
+    site's ``_static/wheels/``, as the student site serves them; yields (wheels, their URL)."""
+    folder = tmp_path_factory.mktemp("versions")
+    out = folder / "edition"
+    edition.publish_wheel(out, build.build_wheel(REPO, folder / "now"))
+    wheels = edition.publish_wheel(out, wheel_at_version(LATER, folder / "later"))
+    assert [w.name for w in wheels] == [edition.wheel_name(), edition.wheel_name(LATER)]
+    site = folder / "site"
     edition.serve_wheels(site, wheels)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        install = nbformat.read(REPO / "labs" / "lab8" / "lab8.ipynb", as_version=4).cells[1].source
-        url = f"http://127.0.0.1:{server.server_address[1]}/_static/wheels/"
-        install = re.sub(r'BOOK_WHEELS = "[^"]*"', f'BOOK_WHEELS = "{url}"', install)
-        python, env = fresh_env(tmp_path / "venv")
-        subprocess.run([str(python), "-m", "ensurepip", "--default-pip"], check=True, env=env, capture_output=True)
-        work = tmp_path / "work"
-        work.mkdir()
-        done = subprocess.run([str(python), "-c", install + "\nimport attention_course\n"
-                               "print('version', attention_course.__version__)"],
-                              cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    finally:
-        server.shutdown()
+    yield wheels, f"http://127.0.0.1:{server.server_address[1]}/_static/wheels/"
+    server.shutdown()
+
+
+def install_cell(url: str, version: str = __version__) -> str:
+    """The released Lab 8's first cell, downloading from ``url``, as released at ``version``."""
+    install = nbformat.read(REPO / "labs" / "lab8" / "lab8.ipynb", as_version=4).cells[1].source
+    install = re.sub(r'BOOK_WHEELS = "[^"]*"', f'BOOK_WHEELS = "{url}"', install)
+    return install.replace(f'"{edition.wheel_name()}"', f'"{edition.wheel_name(version)}"')
+
+
+def run_first_cell(python: Path, env: dict, cell: str, work: Path) -> subprocess.CompletedProcess:
+    """The install cell, then what the lab imports first, in a new process (a new kernel)."""
+    work.mkdir(exist_ok=True)
+    code = cell + ("\nimport attention_course, attention_course.core.readers\n"
+                   "print('version', attention_course.__version__, attention_course.__file__)")
+    return subprocess.run([str(python), "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.slow
+def test_a_notebook_handed_out_earlier_installs_its_version_after_a_newer_one(two_versions, tmp_path):
+    _, url = two_versions
+    python, env = fresh_env(tmp_path / "venv")
+    subprocess.run([str(python), "-m", "ensurepip", "--default-pip"], check=True, env=env, capture_output=True)
+    done = run_first_cell(python, env, install_cell(url), tmp_path / "work")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"version {__version__}" in done.stdout and later not in done.stdout.splitlines()[-1]
+    assert f"version {__version__}" in done.stdout and LATER not in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_notebook_installs_its_own_version_beside_another_one(two_versions, tmp_path):
+    """Where another version is installed (a hub or Binder of a later term has the later one), a
+    notebook released at this version installs its own into a folder of its own (in the home
+    folder; the environment is left as it is) and reads it from there, every time it runs; a
+    notebook of the installed version uses the installed one."""
+    wheels, url = two_versions
+    python, env = fresh_env(tmp_path / "venv")
+    env["HOME"] = str(tmp_path / "home")
+    subprocess.run([str(python), "-m", "ensurepip", "--default-pip"], check=True, env=env, capture_output=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheels[-1])],
+                   check=True, env=env, capture_output=True)
+    own = tmp_path / "home" / ".cache" / "attention-course" / __version__ / "attention_course"
+    for run in ("first", "again"):
+        done = run_first_cell(python, env, install_cell(url), tmp_path / "work")
+        assert done.returncode == 0, done.stderr[-3000:]
+        version, where = done.stdout.splitlines()[-1].split()[1:]
+        assert (version, Path(where).parent) == (__version__, own), (run, done.stdout)
+        assert (f"attention_course {LATER} is installed" in done.stdout) == (run == "first"), done.stdout
+    done = run_first_cell(python, env, install_cell(url, LATER), tmp_path / "work")
+    version, where = done.stdout.splitlines()[-1].split()[1:]
+    assert version == LATER and str(tmp_path / "venv") in where and "installed" not in done.stdout
+

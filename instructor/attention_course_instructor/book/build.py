@@ -11,7 +11,8 @@ student edition's with the same function. Steps:
 3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
 4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
 5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
-   ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository;
+   ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository,
+   and ``html_baseurl`` is the student site's address (:func:`site_url`);
 6. empty the execution cache if the student package changed since its pages ran (their outputs
    hold the package's figures, and the cache keys on a page's own code only), then execute the
    pages the cache does not hold, several at a time (:func:`execute_pages`; ``COURSE_BOOK_JOBS``,
@@ -239,17 +240,41 @@ def build_course_wheel() -> Path:
 
 
 def settings() -> dict:
-    """``edition.yml``: the public student repository and the staff-only parts of the book."""
+    """``edition.yml``: the public student repository and site, the staff-only parts of the book
+    and the pages held back until a lab's feedback is released."""
     return yaml.safe_load(SETTINGS.read_text()) or {}
 
 
-def book_config(repository: str, base: Path = ROOT / "_config.yml") -> dict:
+_GITHUB = re.compile(r"https://github\.com/(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
+
+
+def site_url(options: dict | None = None) -> str:
+    """Where the student site is served, ending in ``/``: ``edition.yml``'s ``student_site``, else
+    the GitHub Pages site of its ``student_repository``; empty when there is neither. It is the
+    book's ``html_baseurl``, and the labs' first cell installs the course wheel from
+    ``<site>_static/wheels/`` (:class:`~attention_course_instructor.grading.preprocessors.StampCourseVersion`)."""
+    options = settings() if options is None else options
+    site = (options.get("student_site") or "").strip()
+    if not site:
+        match = _GITHUB.match((options.get("student_repository") or "").strip())
+        site = f"https://{match['owner'].lower()}.github.io/{match['name']}/" if match else ""
+    return site if not site or site.endswith("/") else site + "/"
+
+
+def book_config(repository: str, base: Path = ROOT / "_config.yml", site: str | None = None) -> dict:
     """The book's ``_config.yml`` with its launch buttons pointing at ``repository`` (the public
     student repository): the repository button, Binder and Colab. With ``repository`` empty, none
-    of the three appears. The execution cache is the one every build of the book shares."""
+    of the three appears. ``html_baseurl`` is ``site`` (default :func:`site_url`; none when
+    empty). The execution cache is the one every build of the book shares."""
     config = copy.deepcopy(yaml.safe_load(base.read_text()))
     html, launch = config.setdefault("html", {}), config.setdefault("launch_buttons", {})
     config.setdefault("execute", {})["cache"] = str(CACHE)
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    site = site_url() if site is None else site
+    if site:
+        sphinx["html_baseurl"] = site
+    else:
+        sphinx.pop("html_baseurl", None)
     if repository:
         config["repository"] = {"url": repository, "path_to_book": "", "branch": "main"}
         html["use_repository_button"] = True
