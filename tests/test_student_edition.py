@@ -8,15 +8,18 @@ what it declares.
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import http.server
 import importlib.metadata as metadata
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -164,8 +167,9 @@ def test_a_released_lab_runs_with_only_the_student_wheel(declared_env, lab, tmp_
 
 @pytest.fixture(scope="session")
 def student_edition(tmp_path_factory) -> Path:
-    """The edition as ``make edition`` writes it (it refuses to finish on any finding)."""
-    return edition.build_edition(tmp_path_factory.mktemp("edition") / "student-repository")
+    """The edition as ``make edition AFRESH=1`` writes it, a student repository's first (it refuses
+    to finish on any finding)."""
+    return edition.build_edition(tmp_path_factory.mktemp("edition") / "student-repository", afresh=True)
 
 
 @pytest.mark.slow
@@ -182,6 +186,7 @@ def test_the_edition_holds_what_students_need(student_edition):
     assert f"pip install --quiet --no-deps wheels/{edition.wheel_name()}" in post
     assert "install --quiet --no-deps --no-build-isolation ." not in post       # never the repository
     assert not (out / "docs" / "book" / "instructors").exists()              # the staff's part
+    assert [w.name for w in (out / "wheels").iterdir()] == [edition.wheel_name()]     # afresh
 
 
 @pytest.mark.slow
@@ -322,7 +327,7 @@ def test_a_book_built_without_a_student_repository_has_no_launch_button(tmp_path
 def test_the_version_is_set_in_one_place():
     assert metadata.version("attention-course") == metadata.version("attention-course-instructor") == __version__
     assert yaml.safe_load((REPO / "CITATION.cff").read_text())["version"] == __version__
-    first = re.search(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(), re.M).group(1)
+    first = edition.released_versions((REPO / "CHANGELOG.md").read_text())[0]   # after "Unreleased"
     assert first == __version__, "CHANGELOG.md's newest section is not this version"
     for lab in LABS:
         cell = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4).cells[1].source
@@ -444,4 +449,95 @@ def test_a_notebook_installs_its_own_version_beside_another_one(two_versions, tm
     done = run_first_cell(python, env, install_cell(url, LATER), tmp_path / "work")
     version, where = done.stdout.splitlines()[-1].split()[1:]
     assert version == LATER and str(tmp_path / "venv") in where and "installed" not in done.stdout
+
+
+# ---- publishing: every released wheel, each byte for byte what was published ---------------------
+
+def test_the_changelog_s_versions_are_read_from_its_headings():
+    text = "# Changelog\n\n## Unreleased\n\n## 0.3.0 (2026-12-04)\n- x\n## 0.2.0 (2026-11-29 to 2026-12-03)\n"
+    assert edition.released_versions(text) == ["0.3.0", "0.2.0"]
+    assert __version__ in edition.released_versions((REPO / "CHANGELOG.md").read_text())
+
+
+def stub_wheel(folder: Path, version: str, metadata_version: str | None = None) -> Path:
+    """A wheel file of the student package at ``version`` (its metadata saying
+    ``metadata_version``), as an earlier edition published it."""
+    path = folder / "wheels" / edition.wheel_name(version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"attention_course-{version}.dist-info/METADATA",
+                         f"Metadata-Version: 2.4\nName: attention-course\nVersion: {metadata_version or version}\n\n")
+    return path
+
+
+def test_the_edition_refuses_when_a_released_version_has_no_wheel(tmp_path):
+    changelog = f"## Unreleased\n## {__version__} (today)\n## 0.2.0 (then)\n## 0.1.0 (before)\n"
+    with pytest.raises(edition.PublishingError, match=r"(?s)lacks the wheel of 0\.2\.0, 0\.1\.0,.*AFRESH=1"):
+        edition.check_earlier_wheels(tmp_path, changelog)
+    stub_wheel(tmp_path, "0.2.0")
+    stub_wheel(tmp_path, "0.1.0", metadata_version="0.1.1")          # not what its name says
+    with pytest.raises(edition.PublishingError, match=r"lacks the wheel of 0\.1\.0,? "):
+        edition.check_earlier_wheels(tmp_path, changelog)
+    stub_wheel(tmp_path, "0.1.0")
+    edition.check_earlier_wheels(tmp_path, changelog)                 # every one is there
+
+
+def test_make_edition_refuses_before_building_when_wheels_are_missing(tmp_path, monkeypatch):
+    """The default ``make edition`` (a new folder, no wheels) stops at once and says why and how
+    to go on; it builds nothing first."""
+    monkeypatch.setattr(build, "build_book", lambda *a, **k: pytest.fail("built the book first"))
+    assert len(edition.released_versions((REPO / "CHANGELOG.md").read_text())) > 1
+    with pytest.raises(SystemExit, match="CHANGELOG.md says were released"):
+        edition.main(["--out", str(tmp_path / "edition")])
+    assert not (tmp_path / "edition" / "docs").exists()
+
+
+def test_a_published_wheel_is_never_replaced_by_other_bytes(tmp_path):
+    published = stub_wheel(tmp_path / "edition", __version__)
+    same = tmp_path / "built" / published.name
+    same.parent.mkdir()
+    same.write_bytes(published.read_bytes())
+    edition.check_published_wheel(tmp_path / "edition", same)        # a rebuilt, identical wheel
+    other = stub_wheel(tmp_path / "other", __version__, metadata_version=__version__ + ".post1")
+    with pytest.raises(edition.PublishingError, match="differs from the wheel built now"):
+        edition.check_published_wheel(tmp_path / "edition", other)
+
+
+def copy_of_the_package(folder: Path, mode: int, when: float) -> Path:
+    """The student package's sources as another checkout has them: files of ``mode`` dated
+    ``when`` (a clone's umask and time), no git history."""
+    project = folder / "project"
+    shutil.copytree(REPO / "attention_course", project / "attention_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "LICENSE", "LICENSES"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy2)(REPO / name, project / name)
+    for path in project.rglob("*"):
+        if path.is_file():
+            path.chmod(mode)
+            os.utime(path, (when, when))
+    return project
+
+
+@pytest.mark.slow
+def test_the_wheel_is_byte_reproducible(student_wheel, tmp_path, monkeypatch):
+    """Built again from this checkout, and from two other checkouts (another umask, other file
+    times), the student wheel is the same bytes."""
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    again = build.build_wheel(REPO, tmp_path / "again")
+    assert again.read_bytes() == student_wheel.read_bytes()
+    digests = set()
+    for name, mode, when in (("one", 0o644, 1.7e9), ("two", 0o664, 1.8e9)):
+        wheel = build.build_wheel(copy_of_the_package(tmp_path / name, mode, when), tmp_path / name / "dist")
+        digests.add(hashlib.sha256(wheel.read_bytes()).hexdigest())
+    assert len(digests) == 1, "two checkouts of the same sources gave two wheels"
+    dated = {info.date_time for info in zipfile.ZipFile(student_wheel).infolist()}
+    *minutes, seconds = time.gmtime(build.source_date_epoch(REPO))[:6]
+    assert dated == {(*minutes, seconds // 2 * 2)}                       # a zip keeps even seconds
+
+
+def test_the_wheel_s_date_is_its_sources_last_commit():
+    done = subprocess.run(["git", "log", "-1", "--format=%ct", "--", "attention_course", "pyproject.toml",
+                           "LICENSE", "LICENSES"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert build.source_date_epoch(REPO) == int(done.stdout)
+    assert build.wheel_inputs(REPO) == ["LICENSE", "LICENSES", "attention_course", "pyproject.toml"]
 

@@ -9,7 +9,8 @@ student edition's with the same function. Steps:
    course's ``widget-shims.js`` that connects them at any page depth) into
    ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
 3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
-4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
+4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download),
+   byte for byte the same at every build of the same sources (:func:`build_wheel`);
 5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
    ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository,
    and ``html_baseurl`` is the student site's address (:func:`site_url`);
@@ -36,9 +37,11 @@ import multiprocessing
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -106,9 +109,9 @@ def one_build_at_a_time():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run(cmd: list[str], cwd: Path = ROOT) -> None:
+def run(cmd: list[str], cwd: Path = ROOT, env: dict | None = None) -> None:
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=cwd, check=True)
+    subprocess.run(cmd, cwd=cwd, check=True, env=env)
 
 
 class BookBuildError(RuntimeError):
@@ -220,14 +223,75 @@ def copy_assets() -> Path:
 def build_wheel(project: Path, out: Path) -> Path:
     """The wheel of ``project`` (the student package: the repository root; the instructor package:
     ``instructor/``) in ``out``. setuptools keeps ``build/`` between builds and would carry a module
-    that has since moved out into the next wheel, so that folder is removed first."""
+    that has since moved out into the next wheel, so that folder is removed first.
+
+    The same sources give the same bytes, on any machine and at any time, so that rebuilding a
+    published version cannot change it unnoticed (the student edition refuses a wheel that differs
+    from the one it published under the same version): every file is dated
+    :func:`source_date_epoch` (``SOURCE_DATE_EPOCH``, which the wheel builder honours), and recorded
+    with the permissions of a plain file, whatever the umask of the checkout
+    (:func:`normalise_wheel`); the builder writes the files in sorted order itself."""
     out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_date_epoch(project))}
     with one_build_at_a_time():
         shutil.rmtree(project / "build", ignore_errors=True)
+        before = {wheel: wheel.stat().st_mtime_ns for wheel in out.glob("*.whl")}
+        print("+ SOURCE_DATE_EPOCH=" + env["SOURCE_DATE_EPOCH"], flush=True)
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "-w", str(out), str(project)])
+             "-w", str(out), str(project)], env=env)
         shutil.rmtree(project / "build", ignore_errors=True)
-    return max(out.glob("*.whl"), key=lambda wheel: wheel.stat().st_mtime)     # just written
+    written = [w for w in out.glob("*.whl") if before.get(w) != w.stat().st_mtime_ns]
+    wheel = max(written or out.glob("*.whl"), key=lambda w: w.stat().st_mtime_ns)   # just written
+    normalise_wheel(wheel)
+    return wheel
+
+
+EARLIEST_ZIP_TIME = 315532800                  # 1980-01-01 UTC: a zip file records nothing earlier
+
+
+def wheel_inputs(project: Path) -> list[str]:
+    """What a wheel of ``project`` is built from: ``pyproject.toml``, its licence files and the
+    top folders of the packages it includes (``[tool.setuptools.packages.find] include``)."""
+    try:
+        import tomllib
+    except ImportError:                         # Python 3.10
+        from pip._vendor import tomli as tomllib
+    config = tomllib.loads((project / "pyproject.toml").read_text())
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    licences = config["project"].get("license-files", [])
+    return sorted({"pyproject.toml", *(name.split(".")[0] for name in include),
+                   *(pattern.split("/")[0] for pattern in licences)})
+
+
+def source_date_epoch(project: Path) -> int:
+    """The time every file of a wheel of ``project`` is dated: ``SOURCE_DATE_EPOCH`` where it is
+    set, else the time of the newest commit that changed what the wheel is built from
+    (:func:`wheel_inputs`; a commit elsewhere in the repository changes nothing), else, outside
+    a git checkout, 1980-01-01."""
+    if os.environ.get("SOURCE_DATE_EPOCH", "").strip():
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    done = subprocess.run(["git", "log", "-1", "--format=%ct", "--", *wheel_inputs(project)],
+                          cwd=project, capture_output=True, text=True)
+    stamp = done.stdout.strip()
+    return max(int(stamp), EARLIEST_ZIP_TIME) if done.returncode == 0 and stamp else EARLIEST_ZIP_TIME
+
+
+def normalise_wheel(wheel: Path) -> None:
+    """Record every member of ``wheel`` as a plain file, ``rw-r--r--`` (``rwxr-xr-x`` where its
+    owner could execute it). The builder copies each file's mode, which follows the umask of
+    whoever checked the sources out; contents, dates, order and RECORD are kept."""
+    with zipfile.ZipFile(wheel) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    modes = [(info.external_attr >> 16) for info, _ in members]
+    wanted = [stat.S_IFREG | (0o755 if mode & stat.S_IXUSR else 0o644) for mode in modes]
+    if modes == wanted:
+        return
+    partial = wheel.with_name(wheel.name + ".partial")
+    with zipfile.ZipFile(partial, "w") as archive:
+        for (info, data), mode in zip(members, wanted):
+            info.external_attr = mode << 16
+            archive.writestr(info, data)
+    partial.replace(wheel)
 
 
 def build_course_wheel() -> Path:
