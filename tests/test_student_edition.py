@@ -187,6 +187,10 @@ def test_the_edition_holds_what_students_need(student_edition):
     assert "install --quiet --no-deps --no-build-isolation ." not in post       # never the repository
     assert not (out / "docs" / "book" / "instructors").exists()              # the staff's part
     assert [w.name for w in (out / "wheels").iterdir()] == [edition.wheel_name()]     # afresh
+    withheld = edition.withheld_pages(build.settings())
+    assert "book/labs/lab8-results" in withheld                               # until feedback
+    for page in withheld:
+        assert not list(out.rglob(Path(page).name + ".*")), page
 
 
 @pytest.mark.slow
@@ -217,7 +221,7 @@ def test_the_scan_finds_planted_answers(tmp_path):
 
 def test_a_model_written_answer_is_a_secret_too(tmp_path):
     """A written answer (a markdown solution cell, which has no markers) is answer text: a
-    sentence of it on a page is found."""
+    sentence of it on a page is found, as a line and as a run of its words."""
     from attention_course_instructor.grading.notebook import is_solution
 
     source = nbformat.read(REPO / "source/lab8/lab8.ipynb", as_version=4)
@@ -226,7 +230,83 @@ def test_a_model_written_answer_is_a_secret_too(tmp_path):
     secrets = leaks.secrets(REPO, LABS)
     assert leaks.normalise(sentence) in secrets.lines
     (tmp_path / "notes.html").write_text(f"<p>{html.escape(sentence)}</p>")
-    assert [leak.kind for leak in leaks.find_leaks(tmp_path, secrets)] == ["solution line"]
+    assert sorted({leak.kind for leak in leaks.find_leaks(tmp_path, secrets)}) == ["paraphrase", "solution line"]
+
+
+def written_answer(lab: str, task: str) -> str:
+    from attention_course_instructor.grading.notebook import grade_id
+
+    source = nbformat.read(REPO / "source" / lab / f"{lab}.ipynb", as_version=4)
+    return next(c.source for c in source.cells if grade_id(c) == task)
+
+
+def test_the_scan_finds_a_planted_paraphrase(tmp_path):
+    """Six words of Lab 8's answer 7b, in new sentences with other punctuation, on a page, in a
+    docstring of a wheel's module, in a notebook and in the book's PDF: each is found, and
+    nowhere else is anything."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    secrets = leaks.secrets(REPO, LABS)
+    run = "state of a bidirectional GRU carries"               # from 7b's model answer
+    assert run.lower() in leaks.normalise(written_answer("lab8", "task7b_answer")).lower()
+    planted = f"Here is a thought: the <em>{run.replace(' GRU', '</em> GRU')}, one might say, a lot."
+    (tmp_path / "page.html").write_text(f"<p>{planted}</p>")
+    with zipfile.ZipFile(tmp_path / "attention_course-0.0.1-py3-none-any.whl", "w") as archive:
+        archive.writestr("attention_course/notes.py", f'"""Note that each {run.upper()} context."""\n')
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"Each {run}!")])
+    nbformat.write(nb, tmp_path / "notes.ipynb")
+    plt.rcParams["pdf.fonttype"] = 42                           # text a reader can copy out
+    figure = plt.figure()
+    figure.text(0.05, 0.5, f"Printed: every {run} more.")
+    figure.savefig(tmp_path / "book.pdf")
+    plt.close(figure)
+    (tmp_path / "other.html").write_text("<p>The states of a GRU carry what came before.</p>")
+    found = {(Path(leak.file.split("!")[0]).name, leak.secret) for leak in leaks.find_leaks(tmp_path, secrets)
+             if leak.kind == "paraphrase"}
+    expected = {name: "state of a bidirectional gru carries" for name in
+                ("page.html", "attention_course-0.0.1-py3-none-any.whl", "notes.ipynb", "book.pdf")}
+    assert {name for name, _ in found} == set(expected), found
+    assert all(secret.startswith(expected[name]) or expected[name] in secret for name, secret in found)
+
+
+def test_the_question_s_own_words_are_no_paraphrase(tmp_path):
+    """The released notebook shows each task's question: a page that quotes it gives nothing away."""
+    release = nbformat.read(REPO / "labs" / "lab8" / "lab8.ipynb", as_version=4)
+    from attention_course_instructor.grading.notebook import grade_id
+
+    question = next(c.source for c in release.cells if grade_id(c) == "task7b_intro")
+    (tmp_path / "page.html").write_text(f"<p>{html.escape(question)}</p>")
+    assert leaks.find_leaks(tmp_path, leaks.secrets(REPO, LABS)) == []
+
+
+def test_the_lab8_results_page_answers_task_7_until_feedback_is_out():
+    """The page of what Lab 8 finds discusses Task 7a's answer in its words: the scan finds it,
+    which is why the edition holds it back until Lab 8's feedback is released; then Lab 8's written
+    answers are no longer secret (its code answers still are)."""
+    page = REPO / "book" / "labs" / "lab8-results.md"
+    held = leaks.find_in_text(str(page), page.read_text(), leaks.secrets(REPO, LABS))
+    assert {leak.kind for leak in held} == {"paraphrase"}
+    assert {leak.origin.split(", ")[1] for leak in held} == {"task7a_answer"}
+    released = leaks.secrets(REPO, LABS, feedback_released=("lab8",))
+    assert leaks.find_in_text(str(page), page.read_text(), released) == []
+    assert any(", task1_solution, solution" in origin for origin in released.lines.values())
+    options = {"after_feedback": {"book/labs/lab8-results": "lab8"}, "feedback_released": []}
+    assert edition.withheld_pages(options) == ["book/labs/lab8-results"]
+    toc = build.student_toc(leave_out=edition.withheld_pages(options))
+    assert "book/labs/lab8-results" not in edition.toc_files(toc) and "labs/lab8/lab8" in edition.toc_files(toc)
+    options["feedback_released"] = ["lab8"]
+    assert edition.withheld_pages(options) == []
+
+
+def test_the_guide_says_which_pages_wait_for_feedback():
+    """The instructor guide names every page ``edition.yml`` holds back, its lab and the switch."""
+    guide = (REPO / "book" / "instructors" / "grading.md").read_text()
+    assert "feedback_released" in guide and "after_feedback" in guide
+    for page, lab in build.settings()["after_feedback"].items():
+        row = next((line for line in guide.splitlines() if f"{page}.md" in line), None)
+        assert row is not None and lab.replace("lab", "Lab ") in row, page
 
 
 def test_an_overlap_is_allowed_only_where_the_book_teaches_it(tmp_path):

@@ -349,10 +349,19 @@ def book_config(repository: str, base: Path = ROOT / "_config.yml", site: str | 
     return config
 
 
-def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = ()) -> dict:
-    """``_toc.yml`` without the parts whose caption is in ``staff`` (the student edition's book)."""
+def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = (),
+                leave_out: list[str] | tuple = ()) -> dict:
+    """``_toc.yml`` without the parts whose caption is in ``staff`` and the pages (files) in
+    ``leave_out``, with what they hold (the student edition's book)."""
     toc = copy.deepcopy(yaml.safe_load(base.read_text()))
     toc["parts"] = [part for part in toc["parts"] if part.get("caption") not in staff]
+
+    def kept(entries):
+        return [{**entry, **{key: kept(entry[key]) for key in ("chapters", "sections") if key in entry}}
+                for entry in entries if entry.get("file") not in leave_out]
+
+    for part in toc["parts"]:
+        part["chapters"] = kept(part.get("chapters", []))
     return toc
 
 

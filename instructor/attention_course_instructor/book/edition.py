@@ -5,7 +5,8 @@ The course lives in two repositories. This one is private to the course staff: `
 labs with their solutions and checks), ``solutions/``, the tests, the benchmarks and the instructor
 package. The student repository is what this module writes, and nothing else:
 
-- ``docs/``: the book built for students (the staff's part of ``_toc.yml`` left out), its
+- ``docs/``: the book built for students (the staff's part of ``_toc.yml`` left out, and each
+  page of ``edition.yml``'s ``after_feedback`` until its lab's feedback is released), its
   repository, Binder and Colab buttons pointing at ``edition.yml``'s ``student_repository``;
 - ``book/`` and ``labs/``: the page sources, each page's notebook twin, and the released lab
   notebooks those buttons open;
@@ -20,8 +21,9 @@ package. The student repository is what this module writes, and nothing else:
 - a student README, the licences (``LICENSE``, ``LICENSES/``, ``REUSE.toml``), ``CHANGELOG.md``
   and ``CITATION.cff``.
 
-``tests/test_student_edition.py`` reads every file of it, the wheels unpacked, as an attacker
-would, for any solution line, hidden test, line of a lab's ``checks.py`` or reference-only name.
+``tests/test_student_edition.py`` reads every file of it, the wheels unpacked and the PDF as text,
+as an attacker would, for any solution line, hidden test, line of a lab's ``checks.py``,
+reference-only name or run of five words of a model answer.
 """
 from __future__ import annotations
 
@@ -171,6 +173,14 @@ def notebook_twin(page: Path):
     return nb
 
 
+def withheld_pages(options: dict) -> list[str]:
+    """The pages of ``edition.yml``'s ``after_feedback`` whose lab is not in ``feedback_released``:
+    pages that discuss a lab's answers, held back until its feedback is out."""
+    released = set(options.get("feedback_released") or [])
+    return sorted(page for page, lab in (options.get("after_feedback") or {}).items()
+                  if lab not in released)
+
+
 def toc_files(toc: dict) -> set[str]:
     files = {toc["root"]}
     stack = list(toc.get("parts", []))
@@ -235,7 +245,7 @@ def build_edition(out: Path = paths.EDITION, strict: bool = True, afresh: bool =
     if not afresh:
         check_earlier_wheels(out)               # before the long build
     repository = options.get("student_repository", "")
-    toc = build.student_toc(staff=options.get("staff_parts", []))
+    toc = build.student_toc(staff=options.get("staff_parts", []), leave_out=withheld_pages(options))
     scratch = paths.BUILD / "edition-book"
     shutil.rmtree(scratch / "_build" / "html", ignore_errors=True)
     index = build.build_book(strict=strict, output=scratch, repository=repository, toc=toc)
@@ -251,7 +261,7 @@ def build_edition(out: Path = paths.EDITION, strict: bool = True, afresh: bool =
     copy_sources(out, toc_files(toc))
     write_binder(out)
     write_notes(out, repository)
-    check_for_answers(out)
+    check_for_answers(out, feedback_released=tuple(options.get("feedback_released") or ()))
     return out
 
 
@@ -259,11 +269,14 @@ class AnswerInEditionError(RuntimeError):
     """The edition holds something of the instructors' (the message lists each finding)."""
 
 
-def check_for_answers(out: Path) -> None:
+def check_for_answers(out: Path, feedback_released: tuple[str, ...] = ()) -> None:
     """Refuse an edition that holds a private file, a solution line, a hidden test, a line of a
-    lab's checks or a reference-only name (:mod:`~attention_course_instructor.book.leaks`)."""
+    lab's checks, a reference-only name or a paraphrase of a model answer
+    (:mod:`~attention_course_instructor.book.leaks`). The written answers of the labs in
+    ``feedback_released`` are no longer secret."""
     findings = leaks.forbidden_files(out)
-    findings += [str(leak) for leak in leaks.find_leaks(out, leaks.secrets(ROOT, LABS))]
+    found = leaks.secrets(ROOT, LABS, feedback_released=feedback_released)
+    findings += [str(leak) for leak in leaks.find_leaks(out, found)]
     if findings:
         raise AnswerInEditionError(f"the student edition in {out} gives away {len(findings)} "
                                    "thing(s) of the instructors':\n  " + "\n  ".join(findings[:50]))
