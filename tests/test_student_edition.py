@@ -193,6 +193,18 @@ def test_the_edition_holds_what_students_need(student_edition):
         assert not list(out.rglob(Path(page).name + ".*")), page
 
 
+def test_the_student_readme_names_only_what_the_edition_holds(student_edition):
+    """Every file or folder the student README names is in the edition; it says where Lab 12's
+    text comes from (the package) and gives the laptop command with PyTorch's CPU build."""
+    readme = (student_edition / "README.md").read_text()
+    named = set(re.findall(r"`((?:docs|labs|wheels|binder|book)/[^`]*|[A-Z]+[A-Za-z]*\.(?:md|cff)|LICENSES?/?)`", readme))
+    assert f"wheels/{edition.wheel_name()}" in named and "CHANGELOG.md" in named
+    for name in named:
+        assert (student_edition / name).exists(), name
+    assert "your own Python installation" not in readme and "instructor guide in that" not in readme
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in readme
+
+
 @pytest.mark.slow
 def test_the_edition_gives_away_no_answer(student_edition):
     assert leaks.forbidden_files(student_edition) == []
@@ -621,3 +633,38 @@ def test_the_wheel_s_date_is_its_sources_last_commit():
     assert build.source_date_epoch(REPO) == int(done.stdout)
     assert build.wheel_inputs(REPO) == ["LICENSE", "LICENSES", "attention_course", "pyproject.toml"]
 
+
+def file_licences(folder: Path) -> dict[str, tuple[set[str], str]]:
+    """Each file's licences and copyright holders as ``reuse spdx`` reports them."""
+    done = subprocess.run([str(Path(sys.executable).with_name("reuse")), "--root", str(folder), "spdx"],
+                          capture_output=True, text=True, check=True)
+    found = {}
+    for block in done.stdout.split("\n\n"):
+        name = re.search(r"^FileName: \./(.+)$", block, re.M)
+        if name:
+            found[name[1]] = (set(re.findall(r"^LicenseInfoInFile: (.+)$", block, re.M)),
+                              " ".join(re.findall(r"^FileCopyrightText: (.+)$", block, re.M)))
+    return found
+
+
+@pytest.mark.slow
+def test_the_edition_s_licences_say_who_wrote_what(student_edition):
+    """Text is CC BY and code MIT, each by whoever wrote it: a page's notebook and the PDF are both,
+    by the course; the course's own style and script are MIT, by the course, not by the authors of
+    the tools whose files sit beside them."""
+    found = file_licences(student_edition)
+    course, both = "course team", {"CC-BY-4.0", "MIT"}
+    expected = {"book/chapter8/self-attention.ipynb": (both, course),
+                "book/chapter8/self-attention.md": (both, course),
+                "docs/attention-and-transformers.pdf": (both, course),
+                "docs/_images": ({"CC-BY-4.0"}, course),
+                "docs/_static/vendor/course.css": ({"MIT"}, course),
+                "docs/_static/vendor/course.js": ({"MIT"}, course),
+                "docs/_static/vendor/widget-shims.js": ({"MIT"}, course),
+                "docs/_static/vendor/mathjax/tex-chtml.js": ({"LicenseRef-Bundled"}, "MathJax"),
+                f"wheels/{edition.wheel_name()}": ({"MIT", "CC-BY-4.0", "CC0-1.0", "PSF-2.0"}, course)}
+    for name, (licences, holder) in expected.items():
+        files = [f for f in found if f == name or f.startswith(name + "/")]
+        assert files, name
+        for file in files:
+            assert found[file][0] == licences and holder in found[file][1], (file, found[file])
