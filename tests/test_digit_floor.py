@@ -13,7 +13,6 @@ from attention_course.tasks.digit_floor import (CNN_STEP_CHOICES, CNN_STEPS, JIT
                                               image_indices, paired_difference, shifted_digits,
                                               svm_digit_error)
 from attention_course.tasks.readers import LAB_TRAINING, TRAIN_POOL
-from conftest import REPO
 
 
 def test_shifted_digits_roll_every_image_as_the_strips_do():
