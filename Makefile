@@ -51,10 +51,12 @@ release: $(STAMP)                    ## LAB=lab8 or LAB=lab12
 	$(VENV)/bin/nbgrader generate_solution $(LAB) --force
 
 # The student edition (CONTRIBUTING.md): the public repository's contents, written to $(EDITION)
-# (a clone of the student repository keeps its history and every wheel published before).
+# (a clone of the student repository keeps its history and every wheel published before). It
+# refuses to go on where a version CHANGELOG.md names has no wheel there; AFRESH=1 starts a new
+# student repository with this version's wheel only.
 EDITION ?= _build/edition
 edition: $(STAMP)
-	$(PY) -m attention_course_instructor.book.edition --out $(EDITION)
+	$(PY) -m attention_course_instructor.book.edition --out $(EDITION) $(if $(AFRESH),--afresh)
 
 # Hardened autograding of every submission of each lab (see book/instructors/grading.md).
 ASSIGNMENT ?= lab8 lab12

@@ -13,3 +13,4 @@ PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 CHECKPOINTS = PACKAGE / "checkpoints"           # committed weights of the book's small models
 TEXTS = PACKAGE / "data" / "texts"              # the course's own prose (CC0)
+RESULTS = PACKAGE / "book" / "results"          # benchmark results a book page draws (Lab 8's)

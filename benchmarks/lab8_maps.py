@@ -8,7 +8,8 @@ exactly as that benchmark does (the lab's reference ``reader_step``, the same se
 benchmark's evaluation strips
 (evaluation seed 2024) greedily, and for each length keeps the first strip it reads right and the
 first it reads wrong: the strip image, the digit spans, the target, the reading and the attention
-weights of every step. Writes ``benchmarks/results/lab8_maps.json``, from which the book's page of
+weights of every step. Writes ``attention_course/book/results/lab8_maps.json`` (in the student
+package, so that the page runs where only the package is installed), from which the book's page of
 Lab 8 results draws its maps (no model code reaches the book).
 """
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pathlib import Path
 
 import torch
 
+from attention_course.paths import RESULTS as BOOK_RESULTS
 from attention_course.tasks.readers import (LAB_READERS, LAB_TRAINING, eval_strips, load_reader,
                                             train_reader)
 from benchmarks.lab8_reference import read_greedily, reader_step
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = BOOK_RESULTS            # the page of Lab 8's results draws them: they ship in the package
 RUNS = Path(__file__).resolve().parent.parent / "runs"
 EVAL_SEED, COUNT = 2024, 200
 

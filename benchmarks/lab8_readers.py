@@ -3,7 +3,8 @@
     python -m benchmarks.lab8_readers [--seeds 0 1 2] [--count 200]
 
 Writes ``benchmarks/results/lab8_readers.md`` (the committed table) and ``lab8_readers.json`` (every
-number), and saves each trained reader under ``runs/`` so that it can be re-checked on new strips:
+number; in the student package, ``attention_course/book/results/``, as the book's page of Lab 8's
+results draws it), and saves each trained reader under ``runs/`` so that it can be re-checked on new strips:
 ``python -m benchmarks.reader_cli evaluate runs/lab8-attention-0.pt --seed 777``.
 Training uses the Lab 8 configurations and recipes (``attention_course.tasks.readers.LAB_READERS``
 and ``LAB_TRAINING``) and the lab's threads (one of two CPUs, idle threads asleep); the budget is
@@ -43,6 +44,7 @@ import torch
 from attention_course.data.strips import (StripBatch, StripStyle, covering_strips, encode_targets,
                                           load_digit_pools)
 from attention_course.devices import use_available_cpus
+from attention_course.paths import RESULTS as BOOK_RESULTS
 from attention_course.tasks.digit_floor import (CNN_STEPS, JITTER, chosen_cnn_steps,
                                               classifier_mistakes, cnn_validation_errors,
                                               digit_classifier_error, like_for_like_floor,
@@ -434,7 +436,7 @@ def main():
     args = ap.parse_args()
     text, record = report(args, measure(args))
     write("lab8_readers.md", text)
-    write("lab8_readers.json", json.dumps(record, indent=1))
+    write("lab8_readers.json", json.dumps(record, indent=1), folder=BOOK_RESULTS)   # the page draws it
 
 
 if __name__ == "__main__":

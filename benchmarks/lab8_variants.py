@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from attention_course.paths import RESULTS as BOOK_RESULTS
 from attention_course.tasks.readers import LAB_READERS, LAB_TRAINING, train_reader
 from benchmarks.lab8_readers import (SPACINGS, digits_per_length, isolated_reading_error, readings_by_length,
                           scores, steps_within_budget)
@@ -50,7 +51,7 @@ TARGET_SPACINGS = ("gaps of 8", "lead 25", "no blank tail")
 ATTENTION_STEPS = LAB_TRAINING["attention"].steps
 ATTENTION_BATCH = LAB_TRAINING["attention"].batch
 SHORT_SPACED = (1, 2, 3, 4)    # spaced batches of short strips only: narrower, cheaper steps
-READERS_JSON = HERE / "results" / "lab8_readers.json"
+READERS_JSON = BOOK_RESULTS / "lab8_readers.json"
 OLD_LR = 3e-3      # the learning rate both readers trained with before (now 5e-3)
 
 

@@ -42,10 +42,10 @@ def machine() -> str:
             f"torch {torch.__version__}, cuda {'yes' if torch.cuda.is_available() else 'no'}")
 
 
-def write(name: str, text: str) -> Path:
-    """Write ``benchmarks/results/<name>`` (and print it); returns its path."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / name
+def write(name: str, text: str, folder: Path = RESULTS) -> Path:
+    """Write ``benchmarks/results/<name>`` (or ``<folder>/<name>``) and print it; returns its path."""
+    folder.mkdir(exist_ok=True)
+    path = folder / name
     path.write_text(text if text.endswith("\n") else text + "\n")
     print(text)
     return path

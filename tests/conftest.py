@@ -23,7 +23,7 @@ REPO = harness.REPO
 LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
                  "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
                  "test_grading_isolation.py", "test_class_report.py", "test_accessibility_browser.py",
-                 "test_student_edition.py", "test_book_browser.py",
+                 "test_student_edition.py", "test_student_notebooks.py", "test_book_browser.py",
                  "test_figures_browser.py")
 
 

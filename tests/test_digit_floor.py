@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from attention_course.data.strips import load_digit_pools
+from attention_course.paths import RESULTS as BOOK_RESULTS
 from attention_course.tasks.digit_floor import (CNN_STEP_CHOICES, CNN_STEPS, JITTER, _cnn,
                                               chosen_cnn_steps, classifier_mistakes,
                                               digit_classifier_error, error_interval,
                                               image_indices, paired_difference, shifted_digits,
                                               svm_digit_error)
 from attention_course.tasks.readers import LAB_TRAINING, TRAIN_POOL
-from conftest import REPO
 
 
 def test_shifted_digits_roll_every_image_as_the_strips_do():
@@ -106,7 +106,7 @@ def test_the_cnn_trains_as_long_as_the_validation_pool_chose():
     one = 1 / n_val                                                  # one validation digit
     assert chosen_cnn_steps({1000: 0.02, 2000: 0.012, 4000: 0.012 - one, 8000: 0.01}) == 8000
     assert chosen_cnn_steps({1000: 0.02, 2000: 0.011, 4000: 0.011 - one, 8000: 0.011}) == 2000
-    floors = json.loads((REPO / "benchmarks/results/lab8_readers.json").read_text())["floors"]
+    floors = json.loads((BOOK_RESULTS / "lab8_readers.json").read_text())["floors"]
     assert set(map(int, floors["cnn_validation"])) == set(CNN_STEP_CHOICES)
     chosen = chosen_cnn_steps({int(k): v for k, v in floors["cnn_validation"].items()})
     assert CNN_STEPS == chosen == floors["cnn_chosen"] == floors["cnn_steps"]

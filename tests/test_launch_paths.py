@@ -110,11 +110,14 @@ def test_no_page_offers_a_placeholder_hub(built_book):
 
 
 def test_the_labs_install_the_wheel_the_book_serves(built_book):
-    config = yaml.safe_load((REPO / "_config.yml").read_text())
-    wheels = config["sphinx"]["config"]["html_baseurl"] + "_static/wheels/"
+    from attention_course_instructor.book.build import site_url
+
+    wheels = site_url() + "_static/wheels/"                  # the book's html_baseurl (edition.yml)
+    page = (built_book / "book" / "chapter8" / "self-attention.html").read_text()
+    assert f'<link rel="canonical" href="{site_url()}book/chapter8/self-attention.html"' in page
     wheel = next((built_book / "_static" / "wheels").glob("attention_course-*.whl")).name
-    release = nbformat.read(REPO / "labs" / "lab8" / "lab8.ipynb", as_version=4)
-    first = release.cells[1].source
-    assert f'COURSE_WHEEL = "{wheel}"' in first and f'BOOK_WHEELS = "{wheels}"' in first
+    for lab in ("lab8", "lab12"):
+        first = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4).cells[1].source
+        assert f'COURSE_WHEEL = "{wheel}"' in first and f'BOOK_WHEELS = "{wheels}"' in first, lab
     page = (built_book / "book" / "labs" / "get-the-labs.html").read_text()
     assert f'href="../../_static/wheels/{wheel}"' in page

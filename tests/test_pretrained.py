@@ -1,4 +1,5 @@
 """The committed checkpoints: small, documented, loadable, and reproducible by their recipes."""
+import importlib.util
 from dataclasses import replace
 
 import pytest
@@ -21,6 +22,8 @@ def test_checkpoint_is_committed_small_and_documented(name):
     assert weights.exists() and weights.stat().st_size <= pretrained.MAX_BYTES
     record = pretrained.record(name)
     assert record["training"]["seed"] == 0 and record["command"].endswith(f"train {name}")
+    python, flag, module, *_ = record["command"].split()            # python -m <module> train <name>
+    assert (python, flag) == ("python", "-m") and importlib.util.find_spec(module), record["command"]
     assert record["config"] == pretrained.recipe(name).config.to_dict()
     assert record["training"] == pretrained.recipe(name).training.to_dict()
     assert record["metrics"] and record["reduced_metrics"]

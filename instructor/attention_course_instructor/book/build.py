@@ -9,9 +9,11 @@ student edition's with the same function. Steps:
    course's ``widget-shims.js`` that connects them at any page depth) into
    ``_build/offline_assets/vendor/``, which ``_config.yml`` names in ``html_static_path``;
 3. check ``book/outcomes.yml`` against the pages and write the concept index ``book/concepts.md``;
-4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download);
+4. build the student package's wheel into ``_build/offline_assets/wheels/`` (served for download),
+   byte for byte the same at every build of the same sources (:func:`build_wheel`);
 5. write the build's own ``_config.yml``: the repository, Binder and Colab buttons point at
-   ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository;
+   ``edition.yml``'s ``student_repository`` (none when it is empty), never at this repository,
+   and ``html_baseurl`` is the student site's address (:func:`site_url`);
 6. empty the execution cache if the student package changed since its pages ran (their outputs
    hold the package's figures, and the cache keys on a page's own code only), then execute the
    pages the cache does not hold, several at a time (:func:`execute_pages`; ``COURSE_BOOK_JOBS``,
@@ -35,13 +37,16 @@ import multiprocessing
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import yaml
 
+from attention_course.book.glue import BUILD_VARIABLE
 from attention_course_instructor import paths
 from attention_course_instructor.book.outcomes import write_index
 
@@ -104,9 +109,9 @@ def one_build_at_a_time():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run(cmd: list[str], cwd: Path = ROOT) -> None:
+def run(cmd: list[str], cwd: Path = ROOT, env: dict | None = None) -> None:
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=cwd, check=True)
+    subprocess.run(cmd, cwd=cwd, check=True, env=env)
 
 
 class BookBuildError(RuntimeError):
@@ -122,6 +127,11 @@ REPORT_TAIL = 15                 # lines of each failed page's execution report 
 MAX_PROBLEMS = 40                # warning lines in the message (the full log has them all)
 
 
+# set for every kernel that executes a page for the book: the pages' ``glue`` then hands its values
+# to myst-nb; anywhere else (a page's notebook on Colab) it shows them
+BOOK_KERNEL_ENV = {BUILD_VARIABLE: "1"}
+
+
 def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> None:
     """Run the build, echoing its output; on failure raise :class:`BookBuildError` naming each
     warning and the end of each failed page's execution report, so a test log that keeps only
@@ -129,7 +139,7 @@ def run_jupyter_book(cmd: list[str], html: Path = HTML, cwd: Path = ROOT) -> Non
     print("+", " ".join(cmd), flush=True)
     problems, started = [], time.time()
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace") as process:
+                          text=True, errors="replace", env={**os.environ, **BOOK_KERNEL_ENV}) as process:
         for line in process.stdout:
             sys.stdout.write(line)
             plain = _ANSI.sub("", line).rstrip()
@@ -213,14 +223,75 @@ def copy_assets() -> Path:
 def build_wheel(project: Path, out: Path) -> Path:
     """The wheel of ``project`` (the student package: the repository root; the instructor package:
     ``instructor/``) in ``out``. setuptools keeps ``build/`` between builds and would carry a module
-    that has since moved out into the next wheel, so that folder is removed first."""
+    that has since moved out into the next wheel, so that folder is removed first.
+
+    The same sources give the same bytes, on any machine and at any time, so that rebuilding a
+    published version cannot change it unnoticed (the student edition refuses a wheel that differs
+    from the one it published under the same version): every file is dated
+    :func:`source_date_epoch` (``SOURCE_DATE_EPOCH``, which the wheel builder honours), and recorded
+    with the permissions of a plain file, whatever the umask of the checkout
+    (:func:`normalise_wheel`); the builder writes the files in sorted order itself."""
     out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_date_epoch(project))}
     with one_build_at_a_time():
         shutil.rmtree(project / "build", ignore_errors=True)
+        before = {wheel: wheel.stat().st_mtime_ns for wheel in out.glob("*.whl")}
+        print("+ SOURCE_DATE_EPOCH=" + env["SOURCE_DATE_EPOCH"], flush=True)
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "-w", str(out), str(project)])
+             "-w", str(out), str(project)], env=env)
         shutil.rmtree(project / "build", ignore_errors=True)
-    return max(out.glob("*.whl"), key=lambda wheel: wheel.stat().st_mtime)     # just written
+    written = [w for w in out.glob("*.whl") if before.get(w) != w.stat().st_mtime_ns]
+    wheel = max(written or out.glob("*.whl"), key=lambda w: w.stat().st_mtime_ns)   # just written
+    normalise_wheel(wheel)
+    return wheel
+
+
+EARLIEST_ZIP_TIME = 315532800                  # 1980-01-01 UTC: a zip file records nothing earlier
+
+
+def wheel_inputs(project: Path) -> list[str]:
+    """What a wheel of ``project`` is built from: ``pyproject.toml``, its licence files and the
+    top folders of the packages it includes (``[tool.setuptools.packages.find] include``)."""
+    try:
+        import tomllib
+    except ImportError:                         # Python 3.10
+        from pip._vendor import tomli as tomllib
+    config = tomllib.loads((project / "pyproject.toml").read_text())
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    licences = config["project"].get("license-files", [])
+    return sorted({"pyproject.toml", *(name.split(".")[0] for name in include),
+                   *(pattern.split("/")[0] for pattern in licences)})
+
+
+def source_date_epoch(project: Path) -> int:
+    """The time every file of a wheel of ``project`` is dated: ``SOURCE_DATE_EPOCH`` where it is
+    set, else the time of the newest commit that changed what the wheel is built from
+    (:func:`wheel_inputs`; a commit elsewhere in the repository changes nothing), else, outside
+    a git checkout, 1980-01-01."""
+    if os.environ.get("SOURCE_DATE_EPOCH", "").strip():
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    done = subprocess.run(["git", "log", "-1", "--format=%ct", "--", *wheel_inputs(project)],
+                          cwd=project, capture_output=True, text=True)
+    stamp = done.stdout.strip()
+    return max(int(stamp), EARLIEST_ZIP_TIME) if done.returncode == 0 and stamp else EARLIEST_ZIP_TIME
+
+
+def normalise_wheel(wheel: Path) -> None:
+    """Record every member of ``wheel`` as a plain file, ``rw-r--r--`` (``rwxr-xr-x`` where its
+    owner could execute it). The builder copies each file's mode, which follows the umask of
+    whoever checked the sources out; contents, dates, order and RECORD are kept."""
+    with zipfile.ZipFile(wheel) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    modes = [(info.external_attr >> 16) for info, _ in members]
+    wanted = [stat.S_IFREG | (0o755 if mode & stat.S_IXUSR else 0o644) for mode in modes]
+    if modes == wanted:
+        return
+    partial = wheel.with_name(wheel.name + ".partial")
+    with zipfile.ZipFile(partial, "w") as archive:
+        for (info, data), mode in zip(members, wanted):
+            info.external_attr = mode << 16
+            archive.writestr(info, data)
+    partial.replace(wheel)
 
 
 def build_course_wheel() -> Path:
@@ -233,17 +304,41 @@ def build_course_wheel() -> Path:
 
 
 def settings() -> dict:
-    """``edition.yml``: the public student repository and the staff-only parts of the book."""
+    """``edition.yml``: the public student repository and site, the staff-only parts of the book
+    and the pages held back until a lab's feedback is released."""
     return yaml.safe_load(SETTINGS.read_text()) or {}
 
 
-def book_config(repository: str, base: Path = ROOT / "_config.yml") -> dict:
+_GITHUB = re.compile(r"https://github\.com/(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
+
+
+def site_url(options: dict | None = None) -> str:
+    """Where the student site is served, ending in ``/``: ``edition.yml``'s ``student_site``, else
+    the GitHub Pages site of its ``student_repository``; empty when there is neither. It is the
+    book's ``html_baseurl``, and the labs' first cell installs the course wheel from
+    ``<site>_static/wheels/`` (:class:`~attention_course_instructor.grading.preprocessors.StampCourseVersion`)."""
+    options = settings() if options is None else options
+    site = (options.get("student_site") or "").strip()
+    if not site:
+        match = _GITHUB.match((options.get("student_repository") or "").strip())
+        site = f"https://{match['owner'].lower()}.github.io/{match['name']}/" if match else ""
+    return site if not site or site.endswith("/") else site + "/"
+
+
+def book_config(repository: str, base: Path = ROOT / "_config.yml", site: str | None = None) -> dict:
     """The book's ``_config.yml`` with its launch buttons pointing at ``repository`` (the public
     student repository): the repository button, Binder and Colab. With ``repository`` empty, none
-    of the three appears. The execution cache is the one every build of the book shares."""
+    of the three appears. ``html_baseurl`` is ``site`` (default :func:`site_url`; none when
+    empty). The execution cache is the one every build of the book shares."""
     config = copy.deepcopy(yaml.safe_load(base.read_text()))
     html, launch = config.setdefault("html", {}), config.setdefault("launch_buttons", {})
     config.setdefault("execute", {})["cache"] = str(CACHE)
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    site = site_url() if site is None else site
+    if site:
+        sphinx["html_baseurl"] = site
+    else:
+        sphinx.pop("html_baseurl", None)
     if repository:
         config["repository"] = {"url": repository, "path_to_book": "", "branch": "main"}
         html["use_repository_button"] = True
@@ -254,10 +349,19 @@ def book_config(repository: str, base: Path = ROOT / "_config.yml") -> dict:
     return config
 
 
-def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = ()) -> dict:
-    """``_toc.yml`` without the parts whose caption is in ``staff`` (the student edition's book)."""
+def student_toc(base: Path = ROOT / "_toc.yml", staff: list[str] | tuple = (),
+                leave_out: list[str] | tuple = ()) -> dict:
+    """``_toc.yml`` without the parts whose caption is in ``staff`` and the pages (files) in
+    ``leave_out``, with what they hold (the student edition's book)."""
     toc = copy.deepcopy(yaml.safe_load(base.read_text()))
     toc["parts"] = [part for part in toc["parts"] if part.get("caption") not in staff]
+
+    def kept(entries):
+        return [{**entry, **{key: kept(entry[key]) for key in ("chapters", "sections") if key in entry}}
+                for entry in entries if entry.get("file") not in leave_out]
+
+    for part in toc["parts"]:
+        part["chapters"] = kept(part.get("chapters", []))
     return toc
 
 
@@ -358,7 +462,7 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
     timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"].get("timeout", 30)
     print(f"+ executing {len(todo)} page(s), {jobs} at a time", flush=True)
     seconds = {}
-    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), initializer=_as_the_book) as pool:
         for path, nb, took, error in pool.imap_unordered(_run_page, [(p, timeout) for p in todo]):
             name = Path(path).relative_to(ROOT)
             if nb is None:
@@ -369,6 +473,10 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
             seconds[str(name)] = round(took, 1)
             print(f"  {name}: {took:.0f} s", flush=True)
     return seconds
+
+
+def _as_the_book() -> None:
+    os.environ.update(BOOK_KERNEL_ENV)         # for the kernels this worker starts
 
 
 def _run_page(args: tuple[str, int]):

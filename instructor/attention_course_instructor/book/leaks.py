@@ -14,6 +14,15 @@ released notebook itself shows (its boilerplate, its visible checks) say nothing
 so are lines that only import, and names that the public sources (the release, the student
 package, the book's pages) use anyway.
 
+A model answer can also be given away in other words. Every run of :data:`RUN_WORDS` or more words
+(lower-cased, punctuation dropped) that a file shares with a model answer -- a written answer, or
+the prose comments of a code answer -- is reported as a paraphrase, wherever it is, the book's PDF
+included. Runs that the released notebook itself holds (the question's own words) and runs of
+mostly function words ("one of the two") are not. Text that says the same thing with no five
+words in common is not found: that a page which discusses a lab's answers is published only once
+the lab's feedback is out (``edition.yml``, :mod:`~attention_course_instructor.book.edition`) is
+what protects those answers there.
+
 Some of what a lab asks for, a chapter teaches first, with code in the student package that the
 page runs. Those overlaps are allowed only where :data:`TAUGHT_IN_THE_BOOK` names them (the lab's
 task, the package's module and the page): the instructor guide lists the same table, so the claim
@@ -31,11 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from attention_course_instructor.grading.notebook import (MARKERS, cell_parts, grade_id, is_grade,
                                                           is_solution)
 
 MIN_CHARS = 24                           # a shorter line is too generic to be an answer
+RUN_WORDS = 5                            # this many words in a row shared with a model answer
+RUN_CONTENT_WORDS = 2                    # ... of which at least this many are not function words
 HIDDEN_MARKERS = MARKERS[:2]             # nbgrader's hidden-test markers
 # names of the hidden tests' machinery that no student file has any reason to hold
 INSTRUCTOR_NAMES = ("run_hidden_check", "COURSE_CHECKS_DIR", "reference_namespace")
@@ -57,6 +69,8 @@ TAUGHT_IN_THE_BOOK = {
 _TAG = re.compile(r"<[^>]+>")
 _IMPORT = re.compile(r"^(from \S+ )?import ")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INNER_APOSTROPHE = re.compile(r"(?<=\w)['\u2019](?=\w)")
+_RUN_WORD = re.compile(r"[a-z0-9]+")
 TEXT_SUFFIXES = {".html", ".htm", ".js", ".json", ".ipynb", ".md", ".txt", ".py", ".css", ".cfg",
                  ".toml", ".yml", ".yaml", ".cff", ".inv", ".xml", ".svg", ""}
 ARCHIVES = {".whl", ".zip"}
@@ -66,6 +80,32 @@ def normalise(line: str) -> str:
     return " ".join(line.split())
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as runs are compared: lower case, punctuation dropped (``reader's``
+    reads ``readers``)."""
+    return _RUN_WORD.findall(_INNER_APOSTROPHE.sub("", text.lower()))
+
+
+def windows(text: str) -> set[tuple[str, ...]]:
+    """Every run of :data:`RUN_WORDS` words of ``text`` that says something: at least
+    :data:`RUN_CONTENT_WORDS` of them are not function words."""
+    found = words(text)
+    runs = {tuple(found[i:i + RUN_WORDS]) for i in range(len(found) - RUN_WORDS + 1)}
+    return {run for run in runs if sum(w not in ENGLISH_STOP_WORDS for w in run) >= RUN_CONTENT_WORDS}
+
+
+def prose_comments(lines: list[str]) -> str:
+    """The comments of code lines that read as prose (``# the last token this window predicts``),
+    not the shape notes (``# (B, h, N, d/h)``) that say nothing about an answer."""
+    said = []
+    for line in lines:
+        comment = line.split("#", 1)[1] if "#" in line else ""
+        tokens = comment.split()
+        if tokens and sum(t.strip(".,:;()").isalpha() and len(t) > 2 for t in tokens) / len(tokens) >= 0.6:
+            said.append(comment)
+    return "\n".join(said)
+
+
 @dataclass
 class Secrets:
     """What must never reach a student, each with where it comes from ("source/lab8/lab8.ipynb,
@@ -73,12 +113,13 @@ class Secrets:
     lines: dict[str, str] = field(default_factory=dict)      # normalised line -> origin
     markers: tuple[str, ...] = HIDDEN_MARKERS
     names: dict[str, str] = field(default_factory=dict)      # identifier -> origin
+    runs: dict[tuple[str, ...], str] = field(default_factory=dict)   # a model answer's words -> origin
 
 
 @dataclass(frozen=True)
 class Leak:
     file: str
-    kind: str                 # solution line | hidden test | checks line | marker | name
+    kind: str                 # solution line | hidden test | checks line | marker | name | paraphrase
     secret: str
     origin: str
 
@@ -113,23 +154,32 @@ def public_words(repo: Path) -> set[str]:
     return {w for f in files for w in _WORD.findall(f.read_text())}
 
 
-def secrets(repo: Path, labs: tuple[str, ...]) -> Secrets:
+def secrets(repo: Path, labs: tuple[str, ...], feedback_released: tuple[str, ...] = ()) -> Secrets:
     """Every secret of ``labs``: from ``source/<lab>/<lab>.ipynb`` and its ``checks.py``, less what
-    the released notebook ``labs/<lab>/<lab>.ipynb`` shows anyway."""
+    the released notebook ``labs/<lab>/<lab>.ipynb`` shows anyway. The written answers of the labs
+    in ``feedback_released`` (their feedback is out, and the pages that discuss them published:
+    ``edition.yml``) are left out; their code answers, hidden tests and checks stay secret."""
     found = Secrets(names={name: "the hidden tests' machinery" for name in INSTRUCTOR_NAMES})
     known = public_words(repo)
     for lab in labs:
         source = nbformat.read(repo / "source" / lab / f"{lab}.ipynb", as_version=4)
         release = nbformat.read(repo / "labs" / lab / f"{lab}.ipynb", as_version=4)
         public = normalise("\n".join(cell.source for cell in release.cells))
+        asked = windows(public)                         # the questions' own words
         shown = known | set(_WORD.findall(public))
         where = f"source/{lab}/{lab}.ipynb"
         for cell in source.cells:
             task, parts = grade_id(cell), cell_parts(cell)
             if is_solution(cell):
+                written = cell.cell_type != "code"
+                if written and lab in feedback_released:
+                    continue
                 for line in parts.answer:
                     if _worth_keeping(line, public):
                         found.lines.setdefault(normalise(line), f"{where}, {task}, solution")
+                prose = "\n".join(parts.answer) if written else prose_comments(parts.answer)
+                for run in windows(prose) - asked:
+                    found.runs.setdefault(run, f"{where}, {task}, solution")
                 if cell.cell_type == "code":
                     for name in _defined_names("\n".join(parts.answer)) - shown:
                         found.names.setdefault(name, f"{where}, {task}, solution")
@@ -170,6 +220,9 @@ def _texts(path: Path, data: bytes):
         except zipfile.BadZipFile:
             yield str(path), data.decode("utf-8", "replace")
         return
+    if path.suffix == ".pdf":
+        yield str(path), _pdf_text(data)
+        return
     if path.suffix not in TEXT_SUFFIXES:
         return
     text = data.decode("utf-8", "replace")
@@ -187,6 +240,35 @@ def _texts(path: Path, data: bytes):
         yield str(path), unescaped
 
 
+def _pdf_text(data: bytes) -> str:
+    """The text of a PDF (the book's edition), page after page, as a reader copies it out. A PDF
+    that cannot be read stops the scan with pypdf's error: nothing unread is passed."""
+    from pypdf import PdfReader
+
+    return "\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages)
+
+
+def find_runs(name: str, text: str, found: Secrets) -> list[Leak]:
+    """Each longest run of words of ``text`` made of :data:`RUN_WORDS`-word windows of a model
+    answer, as one paraphrase."""
+    if not found.runs:
+        return []
+    said, firsts = words(text), {run[0] for run in found.runs}
+    hits = [i for i in range(len(said) - RUN_WORDS + 1)
+            if said[i] in firsts and tuple(said[i:i + RUN_WORDS]) in found.runs]
+    leaks, start = [], 0
+    while start < len(hits):
+        end = start
+        while end + 1 < len(hits) and hits[end + 1] <= hits[end] + RUN_WORDS - 1:
+            end += 1                            # overlapping windows: one longer run
+        first, last = hits[start], hits[end] + RUN_WORDS
+        origin = found.runs[tuple(said[first:first + RUN_WORDS])]
+        if not taught_in_the_book(name, origin):
+            leaks.append(Leak(name, "paraphrase", " ".join(said[first:last]), origin))
+        start = end + 1
+    return leaks
+
+
 def find_in_text(name: str, text: str, found: Secrets) -> list[Leak]:
     leaks = []
     lines = {normalise(line) for line in text.splitlines()}
@@ -198,10 +280,9 @@ def find_in_text(name: str, text: str, found: Secrets) -> list[Leak]:
     for marker in found.markers:
         if marker in text:
             leaks.append(Leak(name, "marker", marker, "nbgrader"))
-    words = set(_WORD.findall(text))
-    for word in words & found.names.keys():
+    for word in set(_WORD.findall(text)) & found.names.keys():
         leaks.append(Leak(name, "name", word, found.names[word]))
-    return leaks
+    return leaks + find_runs(name, text, found)
 
 
 def find_leaks(folder: Path, found: Secrets) -> list[Leak]:

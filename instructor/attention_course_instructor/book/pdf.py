@@ -246,8 +246,7 @@ def build_pdf(html_root: Path = build.HTML, toc: dict | None = None,
     """Print the built book in ``html_root`` (its pages listed by ``toc``, default ``_toc.yml``)
     to ``pdf`` (default ``<html_root>/attention-and-transformers.pdf``)."""
     toc = toc if toc is not None else yaml.safe_load((build.ROOT / "_toc.yml").read_text())
-    config = yaml.safe_load((build.ROOT / "_config.yml").read_text())
-    site = config["sphinx"]["config"]["html_baseurl"]
+    site = build.site_url()                     # the book's html_baseurl (edition.yml)
     pages = [page for page in page_order(toc) if (html_root / page).exists()]
     document = html_root / PRINT_PAGE
     document.write_text(join_pages(html_root, pages, static_figures(cache_dir), site))

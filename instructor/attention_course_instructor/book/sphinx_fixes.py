@@ -20,8 +20,9 @@ adds a second in a header bar above the page (its ``navbar_persistent``, which s
 empty default no longer clears); that bar is left out. Narrow screens keep the search button in
 the page's own header.
 
-Colab opens notebooks, not MyST Markdown: a chapter page's Colab button leads to the page's
-notebook twin, ``<page>.ipynb``, which the student edition writes beside each Markdown page
+Colab opens notebooks, not MyST Markdown, and Binder's JupyterLab opens a ``.md`` file in its text
+editor: a chapter page's Colab, Binder and JupyterHub buttons lead to the page's notebook twin,
+``<page>.ipynb``, which the student edition writes beside each Markdown page
 (:func:`attention_course_instructor.book.edition.copy_sources`).
 """
 from __future__ import annotations
@@ -85,14 +86,24 @@ def _named_sidebar_toggles(app, pagename, templatename, context, doctree):
         context["generate_toctree_html"] = generate
 
 
-def _colab_opens_the_notebook_twin(app, pagename, templatename, context, doctree):
+LAUNCHERS = ("Colab", "Binder", "JupyterHub")      # the theme's launch buttons that open a file
+
+
+def twin_url(url: str) -> str:
+    """A launch link to a page's ``.md`` source as a link to its notebook twin: Colab's path ends
+    in it, Binder's ``urlpath`` and an nbgitpuller link's ``urlpath`` end in it (before any
+    further parameter)."""
+    return re.sub(r"\.md(?=$|&)", ".ipynb", url)
+
+
+def _launchers_open_the_notebook_twin(app, pagename, templatename, context, doctree):
     # after sphinx-book-theme's launch buttons (its handler's priority is 501)
     if not str(context.get("page_source_suffix", "")).endswith(".md"):
         return
     for group in context.get("header_buttons", []):
         for button in group.get("buttons", []):
-            if button.get("text") == "Colab" and button.get("url", "").endswith(".md"):
-                button["url"] = button["url"].removesuffix(".md") + ".ipynb"
+            if button.get("text") in LAUNCHERS and button.get("url"):
+                button["url"] = twin_url(button["url"])
 
 
 def _no_running_figure_numbers(app):
@@ -108,5 +119,5 @@ def setup(app):
     app.connect("config-inited", _one_search_box)
     app.connect("html-page-context", _dedupe_page_scripts, priority=100)   # before any that returns
     app.connect("html-page-context", _named_sidebar_toggles, priority=900)  # after the theme's
-    app.connect("html-page-context", _colab_opens_the_notebook_twin, priority=900)
+    app.connect("html-page-context", _launchers_open_the_notebook_twin, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,21 +10,29 @@ from traitlets import Unicode
 from attention_course_instructor.grading.notebook import grade_id, released_test_source
 
 _MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
-# the lab's install cell names the student wheel it installs where the package is missing
+# the lab's install cell names the student wheel it installs where its version is not installed,
+# and the site it downloads it from
 _COURSE_WHEEL = re.compile(r'(COURSE_WHEEL = "attention_course-)[^"-]+(-py3-none-any\.whl")')
+_BOOK_WHEELS = re.compile(r'(BOOK_WHEELS = ")[^"]*(")')
 
 
 class StampCourseVersion(NbGraderPreprocessor):
     """Name this course version's wheel in the lab's install cell (``COURSE_WHEEL = ...``), so a
     notebook released at one version keeps installing that version: the student edition serves
-    every released wheel. Runs first in ``generate_assignment`` and ``generate_solution``, before
-    nbgrader records the cells' checksums."""
+    every released wheel. The site it downloads them from (``BOOK_WHEELS = ...``) is the student
+    site of ``edition.yml`` (:func:`~attention_course_instructor.book.build.site_url`). Runs
+    first in ``generate_assignment`` and ``generate_solution``, before nbgrader records the cells'
+    checksums."""
 
     def preprocess_cell(self, cell, resources, index):
         from attention_course import __version__
+        from attention_course_instructor.book.build import site_url
 
         if cell.cell_type == "code" and "COURSE_WHEEL" in cell.source:
             cell.source = _COURSE_WHEEL.sub(rf"\g<1>{__version__}\g<2>", cell.source)
+            site = site_url()
+            wheels = f"{site}_static/wheels/" if site else ""
+            cell.source = _BOOK_WHEELS.sub(lambda m: m[1] + wheels + m[2], cell.source)
         return cell, resources
 
 
