@@ -61,14 +61,16 @@ def test_peak_figure_readout_and_index_check():
 def test_saved_notebook_fallback_says_run_the_cell(make):
     data, _ = make()._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert FALLBACK_TEXT in data["text/html"] and "data:image/png;base64," in data["text/html"]
+    assert FALLBACK_TEXT in data["text/html"] and "data:image/svg+xml;base64," in data["text/html"]
     assert FALLBACK_TEXT in data["text/plain"]
+    # the title is the caption of the static form, with a picture or without one
+    assert f'<p class="course-fig-caption">{make().title}</p>' in data["text/html"]
 
 
 def test_bundled_modules_are_self_contained():
     for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps", "routes",
                  "position_waves", "position_similarity", "block_trace", "bpe_steps", "patterns",
-                 "alignment"):
+                 "alignment", "selfcheck"):
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
