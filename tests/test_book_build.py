@@ -170,7 +170,8 @@ def figure_numbers(built_book):
                 f"{page.name}: an image without a caption ({alt[:40]}...)"
             found.append((figure.figcaption.get_text(" ", strip=True).rstrip("#"), page.name))
         for state in soup.select('script[type="application/vnd.jupyter.widget-state+json"]'):
-            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)]
+            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)
+                      if not t.startswith("Self-check ")]      # questions, not figures
     numbered = []
     for caption, page in found:
         m = FIGURE_NUMBER.match(caption)
