@@ -318,7 +318,9 @@ def test_a_book_built_without_a_student_repository_has_no_launch_button(tmp_path
 def test_the_version_is_set_in_one_place():
     assert metadata.version("attention-course") == metadata.version("attention-course-instructor") == __version__
     assert yaml.safe_load((REPO / "CITATION.cff").read_text())["version"] == __version__
-    first = re.search(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(), re.M).group(1)
+    # the newest released section (an "Unreleased" one above it gathers what the next will say)
+    first = next(v for v in re.findall(r"^## (\S+)", (REPO / "CHANGELOG.md").read_text(), re.M)
+                 if v != "Unreleased")
     assert first == __version__, "CHANGELOG.md's newest section is not this version"
     for lab in LABS:
         cell = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4).cells[1].source
