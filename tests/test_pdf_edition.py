@@ -13,6 +13,7 @@ planted fault: a PDF printed with a figure's caption lost, and the others' input
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -66,7 +67,7 @@ def expected_text(html_root: Path, pages: list[str], figures: dict[str, str]) ->
 
 
 def missing_text(reader, wanted: dict[str, list[str]]) -> list[str]:
-    text = squeeze(" ".join(page.extract_text() for page in reader.pages))
+    text = squeeze(" ".join(sheet_texts(reader)))
     return [f"{page}: {item[:80]!r}" for page, items in wanted.items() for item in items
             if squeeze(item)[:PREFIX] not in text]
 
@@ -94,7 +95,7 @@ def test_every_heading_and_caption_is_text_in_the_pdf(book_pdf, built_book, page
     assert sum(item.startswith("Self-check") for items in wanted.values() for item in items) >= 28
     assert missing_text(book_pdf, wanted) == []
     # each page of the book starts a sheet; nearly every sheet holds selectable text
-    sheets = [page.extract_text().strip() for page in book_pdf.pages]
+    sheets = [text.strip() for text in sheet_texts(book_pdf)]
     assert len(sheets) >= len(pages) + 2
     assert sum(bool(text) for text in sheets) >= 0.95 * len(sheets)
 
@@ -168,7 +169,9 @@ def test_a_figure_without_its_static_form_is_refused(built_book):
 
 # ---- the printed book: contents, heads, outline, type, pictures, code, words, answers --------
 
+@functools.lru_cache(maxsize=4)
 def sheet_texts(reader) -> list[str]:
+    """The text of every sheet (read once per PDF: the extraction takes most of these tests' time)."""
     return [page.extract_text() for page in reader.pages]
 
 
