@@ -30,11 +30,15 @@ $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/r
 	rm -f $(VENV)/.installed-*; touch $@
 
 # Headless Chromium for the browser tests (Debian package; never a downloaded browser build),
+# the PDF edition's book typeface (Charis SIL) and poppler's tools (its test lists the PDF's images),
 # bubblewrap, the hardened grader's sandbox, and patchelf (the hub's user environment, make hub-env).
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
 	  else echo "chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core' (browser tests skip without it)"; fi; }
+	@{ [ -f /usr/share/fonts/truetype/charis/CharisSIL-Regular.ttf ] && command -v pdfimages >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq fonts-sil-charis poppler-utils || { apt-get update -qq && apt-get install -y -qq fonts-sil-charis poppler-utils; }; \
+	  else echo "fonts-sil-charis or poppler-utils is missing: run 'sudo apt-get install fonts-sil-charis poppler-utils' (the PDF falls back to another serif)"; fi; }
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (the hardened grader refuses to run without it)"; fi; }

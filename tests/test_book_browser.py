@@ -68,3 +68,9 @@ def test_search_snippets_show_formulas_as_text(visit, site):
     assert "\\" not in text, text[:500]                          # and no TeX command with it
     assert v.page.evaluate("coursePlainTex(String.raw`\\(\\frac{QK^\\top}{\\sqrt{d_k}}\\)`)") \
         == "(QKᵀ)/(√(d_k))"
+    # a glossary's term and definition stay two words apart; the header's buttons are left out
+    quoted = v.page.evaluate("""() => courseSearchableText(new DOMParser().parseFromString(
+      '<main role="main"><div class="bd-header-article">Binder Colab .ipynb</div>'
+      + '<dl><dt>attention weights</dt><dd>Non-negative shares</dd></dl></main>', 'text/html'))
+      .querySelector('[role=main]').textContent.replace(/\\s+/g, ' ').trim()""")
+    assert quoted == "attention weights Non-negative shares", quoted

@@ -75,6 +75,33 @@ def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
         outcomes.check(moved)
 
 
+def test_self_check_check_catches_a_missing_kind_a_foreign_outcome_and_an_unshown_question():
+    """Every numbered section of Chapters 8 and 12 has a choice and a numeric self-check question
+    that practise its own outcomes, and shows each; three planted faults are each found."""
+    import copy
+
+    from attention_course.book.figures.selfcheck import load_questions
+    from attention_course_instructor.book import outcomes
+
+    data, questions = outcomes.load(), load_questions()
+    assert outcomes.check_self_checks(data, questions=questions) == []
+    sections = {q["page"] for q in questions.values()}
+    assert len(sections) == 14 and len(questions) >= 28
+    one_kind = {n: q for n, q in questions.items() if n != "8.1.1"}        # 8.1 left with a choice
+    assert outcomes.check_self_checks(data, questions=one_kind) == [
+        "book/chapter8/bottleneck: needs a choice and a numeric self-check question",
+        "book/chapter8/bottleneck shows self-checks ['8.1.1', '8.1.2'], self_checks.yml has "
+        "['8.1.2'] for it"]
+    foreign = copy.deepcopy(questions)
+    foreign["8.1.2"]["outcome"] = "encode-positions"
+    assert outcomes.check_self_checks(data, questions=foreign) == [
+        "self-check 8.1.2 practises 'encode-positions', which book/chapter8/bottleneck does not teach"]
+    extra = {**questions, "8.1.3": {**questions["8.1.2"]}}                 # written, not shown
+    assert outcomes.check_self_checks(data, questions=extra) == [
+        "book/chapter8/bottleneck shows self-checks ['8.1.1', '8.1.2'], self_checks.yml has "
+        "['8.1.1', '8.1.2', '8.1.3'] for it"]
+
+
 def test_page_code_cells_stay_short_and_narrow():
     """Pages show ideas; plumbing lives in the package (cells of at most 15 lines), and no line
     is wider than the page's code column shows without clipping (88 characters)."""
@@ -143,7 +170,8 @@ def figure_numbers(built_book):
                 f"{page.name}: an image without a caption ({alt[:40]}...)"
             found.append((figure.figcaption.get_text(" ", strip=True).rstrip("#"), page.name))
         for state in soup.select('script[type="application/vnd.jupyter.widget-state+json"]'):
-            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)]
+            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)
+                      if not t.startswith("Self-check ")]      # questions, not figures
     numbered = []
     for caption, page in found:
         m = FIGURE_NUMBER.match(caption)

@@ -61,14 +61,16 @@ def test_peak_figure_readout_and_index_check():
 def test_saved_notebook_fallback_says_run_the_cell(make):
     data, _ = make()._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert FALLBACK_TEXT in data["text/html"] and "data:image/png;base64," in data["text/html"]
+    assert FALLBACK_TEXT in data["text/html"] and "data:image/svg+xml;base64," in data["text/html"]
     assert FALLBACK_TEXT in data["text/plain"]
+    # the title is the caption of the static form, with a picture or without one
+    assert f'<p class="course-fig-caption">{make().title}</p>' in data["text/html"]
 
 
 def test_bundled_modules_are_self_contained():
     for name in ("qkv", "softmax_peak", "reorder", "bottleneck", "caption_maps", "routes",
                  "position_waves", "position_similarity", "block_trace", "bpe_steps", "patterns",
-                 "alignment"):
+                 "alignment", "selfcheck"):
         module = bundle_module(name)
         assert "import " not in module and "export default" in module
         assert len(module.encode()) < 20_000
@@ -210,7 +212,7 @@ def test_alignment_readouts_and_validation():
         fig.row = 3
     with pytest.raises(ValueError, match=r"\(len\(copy\), len\(source\)\) = \(2, 3\)"):
         AlignmentFigure("abc", "ab", A)
-    assert fig.static_png().startswith(b"\x89PNG")
+    assert fig.static_svg().startswith(b"<?xml") and b"<svg" in fig.static_svg()
 
 
 def test_reorder_figure_follows_a_token_through_x_q_k_v_o():
@@ -249,12 +251,37 @@ def test_drawn_figures_compute_what_they_show():
 
 def test_figure_8c_is_narrow_enough_for_a_phone():
     """A 375 px phone shows Figure 8.C's picture at no less than 85% of its size (its titles are
-    10 pt at 90 dpi, 12.5 px), one panel under another: at 630 px wide they were about 6 px."""
-    import io
+    10 pt, about 13 px), one panel under another: at 630 px wide they were about 6 px."""
+    import re
 
-    from PIL import Image
+    from attention_course.book.figures.bottleneck import small_multiples_svg
 
-    from attention_course.book.figures.bottleneck import small_multiples_png
-
-    width, height = Image.open(io.BytesIO(small_multiples_png())).size
+    svg = small_multiples_svg().decode()
+    width, height = (float(re.search(rf'{side}="([\d.]+)pt"', svg)[1]) * 4 / 3   # CSS px
+                     for side in ("width", "height"))
     assert width <= 375 / 0.85 and height > width * 0.8, (width, height)
+
+
+def test_self_check_judges_choices_and_numbers_and_refuses_a_bad_question():
+    from attention_course.book.figures.selfcheck import SelfCheck, parse_number, self_check
+
+    choice = self_check("8.1.2")
+    assert choice.judge(None)[0] == "invalid"
+    verdicts = [choice.judge(i)[0] for i in range(len(choice.options))]
+    assert verdicts.count("correct") == 1 and verdicts[1] == "correct"
+    assert choice.judge(0)[1] == choice.options[0]["why"]
+    number = self_check("8.1.1", per_digit=32 / 48, digits_per_number=48 / 32)
+    assert [number.judge(r)[0] for r in ("0.667", "0,67", "2/3", "1.5", "0.1", "x", "")] == \
+        ["correct", "correct", "correct", "wrong", "wrong", "invalid", "invalid"]
+    assert "upside" in number.judge("1.5")[1] and number.judge("0.1")[1] == number.low
+    assert number.judge("9")[1] == number.high and "0.67" in number.right
+    assert parse_number(" 1e-3 ") == 0.001 and parse_number("1/0") != parse_number("1/0")
+    printed = choice.static_html()
+    assert "<ol type='a'>" in printed and "selfcheck-answer" in printed and " hidden>" in printed
+    assert number.answer_text() == "0.6667"
+    with pytest.raises(ValueError, match="one correct"):
+        SelfCheck(number="x", prompt="?", explanation="!", options=[
+            {"text": "a", "correct": True, "why": "w"}, {"text": "b", "correct": True, "why": "w"}])
+    with pytest.raises(ValueError, match="accepted as the answer"):
+        SelfCheck(number="x", kind="number", prompt="?", explanation="!", answer=1, tolerance=0.1,
+                  right="r", low="l", high="h", mistakes=[{"value": 1.05, "why": "w"}])

@@ -344,8 +344,15 @@ def test_pattern_figure_follows_every_control(visit, site):
     select = page.locator(f"{root} [data-control=kind]").first
     settings = [(24, 2, 3, 2), (17, 1, 2, 0), (32, 4, 5, 3)]
     state = {"n": 24, "window": 2, "dilation": 3, "globals": 2}
+    # a slider a pattern does not use is switched off, and says so
+    select.select_option("local")
+    for name in ("dilation", "globals"):
+        assert page.locator(f"{root} [data-control={name}]").first.is_disabled()
+        assert "not used by the local pattern" in page.locator(f"{root} #{page.locator(f'{root} [data-control={name}]').first.get_attribute('aria-describedby')}").inner_text()
+    uses = {"n": "local", "window": "local", "dilation": "dilated", "globals": "global"}
     for n, window, dilation, globals_ in settings:
         for name, value in (("n", n), ("window", window), ("dilation", dilation), ("globals", globals_)):
+            select.select_option(uses[name])                   # a pattern that uses the slider
             key = "ArrowRight" if value > state[name] else "ArrowLeft"
             press(page, f"{root} [data-control={name}]", key, abs(value - state[name]))
             state[name] = value

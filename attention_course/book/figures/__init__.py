@@ -23,3 +23,4 @@ from attention_course.book.figures.block_trace import BlockTraceFigure  # noqa: 
 from attention_course.book.figures.bpe_steps import BPEStepsFigure  # noqa: F401
 from attention_course.book.figures.patterns import PatternFigure  # noqa: F401
 from attention_course.book.figures.alignment import AlignmentFigure, alignment_readouts  # noqa: F401
+from attention_course.book.figures.selfcheck import SelfCheck, self_check  # noqa: F401

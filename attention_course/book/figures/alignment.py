@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.tasks.copy_model import diagonal_counts
 
 
@@ -64,7 +64,7 @@ class AlignmentFigure(CourseFigure):
         r = alignment_readouts(self.weights, self.row)
         self.row_max, self.row_argmax, self.row_offset = r["max"], r["argmax"], r["offset"]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6.2, 6.2))
@@ -72,4 +72,4 @@ class AlignmentFigure(CourseFigure):
         ax.set_xticks(range(len(self.inputs)), self.inputs, fontsize=7)
         ax.set_yticks(range(len(self.outputs)), self.outputs, fontsize=7)
         ax.set(xlabel="input character j", ylabel="output character t")
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -29,14 +29,18 @@ def bundle_module(name: str) -> str:
     return common + "\n" + own.replace(COMMON_IMPORT, namespace)
 
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    """A matplotlib figure as PNG bytes (closing it): the static fallback of a course figure."""
+def figure_svg(fig) -> bytes:
+    """A matplotlib figure as SVG bytes (closing it): the static form of a course figure, vector
+    graphics that print sharply at any size. Text is drawn as outlines, so the picture looks the
+    same wherever it is shown; its words are in the figure's caption and description."""
     import io
 
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    with plt.rc_context({"svg.fonttype": "path", "svg.hashsalt": "course", "image.interpolation": "none"}):
+        # rasters inside the picture (a heat map) at print resolution
+        fig.savefig(buf, format="svg", bbox_inches="tight", dpi=300, metadata={"Date": None})
     plt.close(fig)
     return buf.getvalue()
 
@@ -45,7 +49,7 @@ class CourseFigure(anywidget.AnyWidget):
     """An anywidget whose front end is ``js/<js_module>.js`` (plus the shared ``js/common.js``).
 
     Subclasses set ``js_module``, declare their traitlets with ``.tag(sync=True)``, and may
-    implement ``static_png()`` to give the print/PDF fallback image shown where widgets cannot run.
+    implement ``static_svg()`` to give the print/PDF fallback picture shown where widgets cannot run.
     """
 
     js_module: str = ""
@@ -57,18 +61,25 @@ class CourseFigure(anywidget.AnyWidget):
         if "js_module" in cls.__dict__:
             cls._esm = bundle_module(cls.js_module)
 
-    def static_png(self) -> bytes | None:
-        """A PNG of the figure in its current state (print/PDF and saved-notebook fallback)."""
+    def static_svg(self) -> bytes | None:
+        """An SVG picture of the figure in its current state (the print/PDF and saved-notebook
+        form), or None where the figure has none."""
         return None
+
+    def static_html(self) -> str:
+        """The figure's static form: its picture (where it has one) with its title as the
+        caption. The PDF edition prints it in place of the live figure."""
+        svg = self.static_svg()
+        title = html.escape(self.title)
+        image = ("" if svg is None else
+                 f'<img alt="{title}" style="max-width:100%" '
+                 f'src="data:image/svg+xml;base64,{base64.b64encode(svg).decode()}"/>')
+        return f'{image}<p class="course-fig-caption">{title}</p>'
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        png = self.static_png()
-        image = ("" if png is None else
-                 f'<img alt="{html.escape(self.title)}" style="max-width:100%" '
-                 f'src="data:image/png;base64,{base64.b64encode(png).decode()}"/>')
         data["text/html"] = (f'<div class="course-fig-fallback"><p><em>{FALLBACK_TEXT}</em></p>'
-                             f"{image}</div>")
+                             f"{self.static_html()}</div>")
         data["text/plain"] = f"{self.title or type(self).__name__}. {FALLBACK_TEXT}"
         return bundle

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.notes.block_cost import block_trace
 
 HEADS = (1, 2, 4, 8)
@@ -52,16 +52,17 @@ class BlockTraceFigure(CourseFigure):
         step = trace[self.op]
         self.name, self.shape, self.mixes = step["name"], list(step["shape"]), step["mixes"]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         trace = block_trace(self.n, self.d, self.h, self.r)
         fig, ax = plt.subplots(figsize=(6.5, 4))
         for i, step in enumerate(trace):
-            colour = "#d55e00" if step["mixes"] else "#e69f00" if step["residual"] else "#0072b2"
+            # the darker shades of the Okabe-Ito colours, as common.ink draws text (4.5:1 on white)
+            colour = "#b34700" if step["mixes"] else "#8a6100" if step["residual"] else "#0072b2"
             ax.text(0, -i, step["name"], color=colour, fontsize=9, va="center")
             ax.text(0.72, -i, " x ".join(map(str, step["shape"])), fontsize=9, va="center")
         ax.set(xlim=(0, 1), ylim=(-len(trace), 1))
         ax.set_title("orange: mixes tokens · blue: per token · gold: residual addition", fontsize=8)
         ax.axis("off")
-        return figure_png(fig)
+        return figure_svg(fig)

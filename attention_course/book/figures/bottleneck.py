@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 
 DIGITS = "427915386042791538604279"         # starts with the chapter's example, 4 2 7
 MAX_LENGTH = len(DIGITS)
@@ -43,7 +43,7 @@ def bottleneck_steps(n: int, width: int) -> list[dict]:
     return steps
 
 
-def small_multiples_png(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
+def small_multiples_svg(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
     """The static picture: one panel per input length, the final state alone crossing over."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
@@ -67,7 +67,7 @@ def small_multiples_png(lengths=(3, 6, 12, 24), width: int = 16) -> bytes:
         ax.set_title(f"n = {n} digits, one state of {width}: {width / n:.2g} numbers per digit",
                      fontsize=10, loc="left")
     fig.tight_layout()
-    return figure_png(fig, dpi=90)
+    return figure_svg(fig)
 
 
 class BottleneckFigure(CourseFigure):
@@ -105,5 +105,5 @@ class BottleneckFigure(CourseFigure):
             return
         self.operation = steps[self.step]["text"]
 
-    def static_png(self) -> bytes:
-        return small_multiples_png(width=self.width)
+    def static_svg(self) -> bytes:
+        return small_multiples_svg(width=self.width)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.notes.tokens import BPEResult, tokenize_with
 
 
@@ -39,7 +39,7 @@ class BPEStepsFigure(CourseFigure):
         symbols = tokenize_with(self.text, [tuple(m) for m in self.merges[: self.step]])
         self.tokens, self.in_use = len(symbols), len(set(symbols))
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5.5, 2.8))
@@ -47,4 +47,4 @@ class BPEStepsFigure(CourseFigure):
         ax.plot(self._result.in_use, label="distinct symbols in use")
         ax.set(xlabel="merges", ylabel="count")
         ax.legend(fontsize=8)
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -17,7 +17,7 @@ import numpy as np
 import traitlets
 
 from attention_course.tasks.captioner import half_mass_cells
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 
 
 ROWS, COLUMNS = ("top", "middle", "bottom"), ("left", "centre", "right")
@@ -96,7 +96,7 @@ class CaptionMapsFigure(CourseFigure):
         r = map_readouts(self.weights[self.word_index])
         self.peak, self.half_cells = r["peak"], r["half_cells"]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         n = len(self.words)
@@ -109,4 +109,4 @@ class CaptionMapsFigure(CourseFigure):
             r = map_readouts(w)
             ax.set_title(f"{word}\n{r['peak']:.2f} / {r['half_cells']}", fontsize=7)
             ax.axis("off")
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 
 MAX_N, MAX_WIDTH = 64, 64
 
@@ -38,7 +38,7 @@ class ContextWidthFigure(CourseFigure):
     def _recompute(self, change=None):
         self.per_symbol = numbers_per_symbol(self.width, self.n)
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5, 2.4))
@@ -47,4 +47,4 @@ class ContextWidthFigure(CourseFigure):
         ax.plot([self.n], [self.per_symbol], "o", color="#e69f00")
         ax.set(xlabel="input length n", ylabel="numbers per symbol", yscale="log",
                title=f"d = {self.width}: {self.per_symbol:.2f} numbers per symbol at n = {self.n}")
-        return figure_png(fig)
+        return figure_svg(fig)

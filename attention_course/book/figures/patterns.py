@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.notes.long_attention import PATTERNS, pattern
 
 SIZES = range(8, 33)
@@ -59,7 +59,7 @@ class PatternFigure(CourseFigure):
         return pattern(self.kind, self.n, window=self.window, dilation=self.dilation,
                        globals_=self.globals_, random_links=2, seed=0)
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(1, len(PATTERNS), figsize=(2 * len(PATTERNS), 2.2))
@@ -68,4 +68,4 @@ class PatternFigure(CourseFigure):
                               globals_=self.globals_), cmap="Greys")
             ax.set_title(kind, fontsize=8)
             ax.axis("off")
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.core.transformer import sinusoidal_positions
 from attention_course.notes.positions import similarity_by_gap
 
@@ -74,7 +74,7 @@ class PositionWavesFigure(CourseFigure):
         wave = pair_wave(self.d, self.pair, self.position)
         self.omega, self.wavelength = wave["omega"], wave["wavelength"]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         P = sinusoidal_positions(self.n, self.d)
@@ -86,7 +86,7 @@ class PositionWavesFigure(CourseFigure):
                 axes[1].plot(P[:, j], label=f"coordinate {j}")
         axes[1].set(xlabel="position")
         axes[1].legend(fontsize=7)
-        return figure_png(fig)
+        return figure_svg(fig)
 
 
 class PositionSimilarityFigure(CourseFigure):
@@ -123,7 +123,7 @@ class PositionSimilarityFigure(CourseFigure):
         r = pair_similarity(self.codes[self.code], self.position, self.gap)
         self.dot, self.low, self.high = r["dot"], r["min"], r["max"]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5.5, 3))
@@ -135,4 +135,4 @@ class PositionSimilarityFigure(CourseFigure):
                             alpha=0.2)
         ax.set(xlabel="gap", ylabel="dot product")
         ax.legend(fontsize=7)
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 
 # Four keys in the plane and their values, RGB in [0, 1] (Okabe-Ito colours, legible for
 # colour-blind readers; every colour is also shown as numbers).
@@ -64,7 +64,7 @@ class QKVExplorer(CourseFigure):
         self.weights = [round(float(w), 6) for w in result["weights"]]
         self.output = [round(float(c), 6) for c in result["output"]]
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         result = qkv_attention(self.angle, self.length, self.scaled, self.key_vectors, self.value_colours)
@@ -78,4 +78,4 @@ class QKVExplorer(CourseFigure):
         bars.bar([f"k{i + 1}" for i in range(len(self.key_vectors))], result["weights"],
                 color=self.value_colours)
         bars.set(ylim=(0, 1), title="weights")
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.core.transformer import sinusoidal_positions
 
 TOKENS = ("A", "B", "C", "D")
@@ -94,3 +94,26 @@ class ReorderFigure(CourseFigure):
     def _recompute(self, change=None):
         result = reorder_attention(self.setup, ORDERS[self.order], self.positions, self.causal)
         self.change = [round(float(c), 6) for c in result["change"]]
+
+    def static_svg(self) -> bytes:
+        """Two orders side by side: the attention weights of ``A B C D`` and of the figure's order,
+        each cell labelled with its weight, and under them how far each token's output moved."""
+        import matplotlib.pyplot as plt
+
+        orders = ["A B C D", self.order] if self.order != "A B C D" else ["A B C D", "D C B A"]
+        fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.3))
+        for ax, name in zip(axes, orders):
+            order = ORDERS[name]
+            result = reorder_attention(self.setup, order, self.positions, self.causal)
+            A = np.asarray(result["A"])
+            ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+            for (i, j), w in np.ndenumerate(A):
+                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if w > 0.55 else "black")
+            labels = [TOKENS[t] for t in order]
+            ax.set_xticks(range(4), labels)
+            ax.set_yticks(range(4), labels)
+            moved = ", ".join(f"{TOKENS[t]} {c:.2f}" for t, c in enumerate(result["change"]))
+            ax.set_title(f"order {name}\noutput moved: {moved}", fontsize=8)
+        fig.tight_layout()
+        return figure_svg(fig)

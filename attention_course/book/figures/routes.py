@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 from attention_course.notes.routes import route_lengths
 
 MAX_DISTANCE = 24
 
 
-def routes_png(distances=(2, 8, 24), kernel: int = 3) -> bytes:
+def routes_svg(distances=(2, 8, 24), kernel: int = 3) -> bytes:
     """Static picture: steps against distance for the three kinds of layer."""
     import matplotlib.pyplot as plt
 
@@ -26,7 +26,7 @@ def routes_png(distances=(2, 8, 24), kernel: int = 3) -> bytes:
     ax.set(xlabel="distance between the positions", ylabel="steps on the shortest route",
            title=f"convolution width {kernel}")
     ax.legend(fontsize=8)
-    return figure_png(fig)
+    return figure_svg(fig)
 
 
 class RoutesFigure(CourseFigure):
@@ -58,5 +58,5 @@ class RoutesFigure(CourseFigure):
     def _recompute(self, change=None):
         self.steps = route_lengths(self.distance, self.kernel)
 
-    def static_png(self) -> bytes:
-        return routes_png(kernel=self.kernel)
+    def static_svg(self) -> bytes:
+        return routes_svg(kernel=self.kernel)

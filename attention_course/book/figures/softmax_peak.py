@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from attention_course.book.figures.base import CourseFigure, figure_png
+from attention_course.book.figures.base import CourseFigure, figure_svg
 
 DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -64,7 +64,7 @@ class SoftmaxPeakFigure(CourseFigure):
         key = f"{'mean' if self.average else 'one'}_{'scaled' if self.scaled else 'unscaled'}"
         self.peak = float(self.curves[key][self.dk_index])
 
-    def static_png(self) -> bytes:
+    def static_svg(self) -> bytes:
         import matplotlib.pyplot as plt
 
         c = self.curves
@@ -74,4 +74,4 @@ class SoftmaxPeakFigure(CourseFigure):
             ax.plot(c["dks"], c[key], style, label=key.replace("_", ", "))
         ax.set(xscale="log", xlabel="d_k", ylabel="heaviest weight", ylim=(0, 1.02))
         ax.legend(fontsize=7)
-        return figure_png(fig)
+        return figure_svg(fig)

@@ -3,7 +3,8 @@
 :func:`check` fails the build when an outcome has no page that teaches it or no task that assesses
 it, when a page named there is not in the table of contents, or when a page's "Outcomes and
 concepts" box disagrees with the data (it must name exactly the outcomes listed for it, and every
-concept taught there). :func:`render_index` writes the concept index page ``book/concepts.md``.
+concept taught there), or when a section of Chapters 8 and 12 lacks its self-check questions
+(:func:`check_self_checks`). :func:`render_index` writes the concept index page ``book/concepts.md``.
 """
 from __future__ import annotations
 
@@ -83,8 +84,50 @@ def check(data: dict | None = None, repo: Path = REPO) -> None:
         if listed != mine:
             problems.append(f"the outcome table of book/{chapter}/index.md lists {sorted(listed)}, "
                             f"outcomes.yml {sorted(mine)}")
+    problems += check_self_checks(data, repo)
     if problems:
         raise OutcomeError("book/outcomes.yml and the book disagree:\n  " + "\n  ".join(problems))
+
+
+SECTION = re.compile(r"^# (\d+)\.(\d+) ", flags=re.M)      # a numbered section's title: "# 8.4 ..."
+
+
+def check_self_checks(data: dict, repo: Path = REPO, questions: dict | None = None) -> list[str]:
+    """What is wrong with the self-check questions (``self_checks.yml`` of the student package):
+    every numbered section of Chapters 8 and 12 has at least one choice and one numeric question,
+    numbered after the section; each practises an outcome its section teaches; the page shows
+    each of its questions (``self_check("<number>"``) and no other."""
+    from attention_course.book.figures.selfcheck import load_questions
+
+    questions = questions if questions is not None else load_questions()
+    teaches: dict[str, set[str]] = {}
+    for oid, o in data["outcomes"].items():
+        for page in o.get("taught_in", []):
+            teaches.setdefault(page, set()).add(oid)
+    problems = []
+    for chapter in ("chapter8", "chapter12"):
+        for source in sorted((repo / "book" / chapter).glob("*.md")):
+            page = str(source.relative_to(repo).with_suffix(""))
+            text = source.read_text()
+            title = SECTION.search(text)
+            shown = set(re.findall(r'self_check\("([\d.]+)"', text))
+            mine = {n: q for n, q in questions.items() if q["page"] == page}
+            if title is None:
+                if shown or mine:
+                    problems.append(f"{page}: self-checks belong to numbered sections only")
+                continue
+            if {q.get("kind", "choice") for q in mine.values()} != {"choice", "number"}:
+                problems.append(f"{page}: needs a choice and a numeric self-check question")
+            if shown != set(mine):
+                problems.append(f"{page} shows self-checks {sorted(shown)}, "
+                                f"self_checks.yml has {sorted(mine)} for it")
+            for number, q in mine.items():
+                if not number.startswith(f"{title[1]}.{title[2]}."):
+                    problems.append(f"self-check {number} is on {page}, section {title[1]}.{title[2]}")
+                if q["outcome"] not in teaches.get(page, set()):
+                    problems.append(f"self-check {number} practises {q['outcome']!r}, which "
+                                    f"{page} does not teach")
+    return problems
 
 
 def _link(page: str, label: str | None = None) -> str:

@@ -31,7 +31,9 @@ function render({ model, el }) {
   const r = common.slider({ label: "expansion r", min: 1, max: 8, step: 1, value: model.get("r"), name: "r" });
   const reading = common.h("div", {});
   const table = common.h("table", { "aria-label": "every operation of the block" });
-  root.append(common.h("div", { class: "controls" }, [op.wrap, n.wrap, d.wrap, h.wrap, r.wrap]), reading, table);
+  const box = common.h("div", { class: "scroll", tabindex: 0, role: "region",
+                              "aria-label": "every operation of the block, scrolls sideways" }, table);
+  root.append(common.h("div", { class: "controls" }, [op.wrap, n.wrap, d.wrap, h.wrap, r.wrap]), reading, box);
   el.append(root);
 
   function draw() {

@@ -13,14 +13,33 @@ const COURSE_CSS = `
 .course-fig .course-fig-title { margin: 0 0 4px; font-weight: 600; }
 .course-fig svg { width: 100%; max-width: 380px; height: auto; display: block; }
 .course-fig .controls { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 6px 0; }
-.course-fig .control { display: flex; align-items: center; gap: 6px; }
+.course-fig .control { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; }
 .course-fig input[type=range] { width: 150px; }
 .course-fig input:focus-visible, .course-fig .scroll:focus-visible { outline: 3px solid #0072b2;
   outline-offset: 2px; }
 .course-fig .scroll { overflow-x: auto; max-width: 100%; }
+.course-fig .course-sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px;
+  overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
+.course-fig { position: relative; }
+.course-fig .control-note { font-size: 12px; color: #444; }
+.course-fig input:disabled + output, .course-fig .control:has(input:disabled) label { color: #595959; }
 .course-fig output, .course-fig .num { font-variant-numeric: tabular-nums; }
 .course-fig table { border-collapse: collapse; margin-top: 4px; }
 .course-fig td, .course-fig th { padding: 1px 8px; text-align: right; }
+.course-fig button, .course-fig summary { font: inherit; color: #1a1a1a; }
+.course-fig button { background: #f0f0f0; border: 1px solid #555; border-radius: 4px; padding: 2px 12px; }
+.course-fig button:focus-visible, .course-fig summary:focus-visible, .course-fig select:focus-visible {
+  outline: 3px solid #0072b2; outline-offset: 2px; }
+.course-fig input[type=text] { font: inherit; border: 1px solid #555; padding: 1px 4px; }
+.course-selfcheck fieldset { border: 0; margin: 0; padding: 0; min-width: 0; }
+.course-selfcheck legend, .course-selfcheck .selfcheck-prompt { padding: 0; margin: 4px 0;
+  font: inherit; float: none; width: auto; }
+.course-selfcheck .option { display: flex; align-items: baseline; gap: 6px; margin: 4px 0; }
+.course-selfcheck .selfcheck-outcome { margin: 0 0 4px; font-size: 13px; color: #444; }
+.course-selfcheck .selfcheck-feedback { margin: 4px 0; min-height: 1.4em; }
+.course-selfcheck .selfcheck-feedback[data-verdict=correct] strong { color: #00775a; }
+.course-selfcheck .selfcheck-feedback[data-verdict=wrong] strong { color: #b34700; }
+.course-selfcheck summary { cursor: pointer; }
 .course-fig .swatch { display: inline-block; width: 1.1em; height: 1.1em; vertical-align: middle;
   border: 1px solid #333; margin-right: 4px; }
 `;

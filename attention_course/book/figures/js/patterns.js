@@ -2,6 +2,11 @@
 import * as common from "./common.js";
 
 const SIDE = 300;
+// which controls each pattern reads: the others are switched off, and say so, while it is shown
+export const USES = {
+  full: [], causal: [], local: ["window"], dilated: ["window", "dilation"],
+  global: ["window", "globals_"], bigbird: ["window", "globals_"],
+};
 
 export function pattern(kind, n, window, dilation, globals, links) {
   const m = [];
@@ -36,6 +41,12 @@ function render({ model, el }) {
   const window_ = common.slider({ label: "band half-width", min: 0, max: 6, step: 1, value: model.get("window"), name: "window" });
   const dilation = common.slider({ label: "dilation", min: 1, max: 5, step: 1, value: model.get("dilation"), name: "dilation" });
   const globals = common.slider({ label: "global tokens", min: 0, max: 4, step: 1, value: model.get("globals_"), name: "globals" });
+  const sized = { window: window_, dilation, globals_: globals };
+  for (const control of Object.values(sized)) {
+    control.note = common.h("span", { class: "control-note", id: `${control.input.id}-note` });
+    control.input.setAttribute("aria-describedby", control.note.id);
+    control.wrap.append(control.note);
+  }
   const svg = common.s("svg", { viewBox: `0 0 ${SIDE} ${SIDE}`, role: "img", "aria-label": "rows: queries, columns: keys" });
   const reading = common.h("p", {});
   root.append(common.h("div", { class: "controls" }, [kind, n.wrap, window_.wrap, dilation.wrap, globals.wrap]), svg, reading);
@@ -45,6 +56,11 @@ function render({ model, el }) {
   function draw() {
     const N = model.get("n"), k = model.get("kind");
     const m = pattern(k, N, model.get("window"), model.get("dilation"), model.get("globals_"), model.get("links")[String(N)]);
+    for (const [name, control] of Object.entries(sized)) {
+      const used = USES[k].includes(name);
+      control.input.disabled = !used;
+      control.note.textContent = used ? "" : `(not used by the ${k} pattern)`;
+    }
     const cell = SIDE / N;
     svg.replaceChildren();
     let pairs = 0;

@@ -36,9 +36,10 @@ function render({ model, el }) {
                                 "aria-label": "query and key arrows" });
   const table = common.h("table", { "aria-label": "scores and weights" });
   const result = common.h("p", { "data-readout": "output" });
+  const summary = common.h("p", { class: "course-sr-only" });
   root.append(common.h("div", { class: "controls" }, [angle.wrap, length.wrap, scaled.wrap]),
-              svg, table, result);
-  common.describedBy(svg, table);
+              svg, summary, table, result);
+  common.describedBy(svg, summary);
   el.append(root);
 
   function draw() {
@@ -66,6 +67,10 @@ function render({ model, el }) {
         common.h("td", { class: "num", "data-readout": `weight-${i}` }, common.fmt(w)),
       ]));
     });
+    summary.textContent = `Query at ${model.get("angle")}°, length ${common.fmt(model.get("length"), 1)}`
+      + `${model.get("scaled") ? ", scores divided by √d_k" : ", scores not scaled"}. `
+      + r.weights.map((w, i) => `k${i + 1}: score ${common.fmt(r.scores[i])}, weight ${common.fmt(w)}`).join("; ")
+      + `. Output colour ${r.output.map((c) => common.fmt(c)).join(", ")}.`;
     result.replaceChildren(common.h("span", { class: "swatch", style: `background:${common.rgb(r.output)}` }),
                            "output colour: ",
                            common.h("span", { class: "num", "data-readout": "output-rgb" },

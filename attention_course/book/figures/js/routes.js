@@ -18,8 +18,9 @@ function render({ model, el }) {
   const svg = common.s("svg", { viewBox: `0 0 ${W} ${3 * ROW}`, role: "img",
                                 "aria-label": "three routes from the first position to the last" });
   const table = common.h("table", { "aria-label": "steps on the shortest route" });
-  root.append(common.h("div", { class: "controls" }, [distance.wrap, kernel.wrap]), svg, table);
-  common.describedBy(svg, table);
+  const summary = common.h("p", { class: "course-sr-only" });
+  root.append(common.h("div", { class: "controls" }, [distance.wrap, kernel.wrap]), svg, summary, table);
+  common.describedBy(svg, summary);
   el.append(root);
 
   function draw() {
@@ -47,6 +48,8 @@ function render({ model, el }) {
         svg.append(common.s("circle", { cx: x(i), cy: y, r: end ? 5 : 3, fill: end ? "#000" : "#999" }));
       }
     });
+    summary.textContent = `From position 0 to position ${dist}, convolution width ${k}: `
+      + kinds.map(([kind]) => `${kind} ${steps[kind]} step${steps[kind] > 1 ? "s" : ""}`).join(", ") + ".";
     table.replaceChildren(common.h("tr", {}, [common.h("th", {}, "layer"), common.h("th", {}, "steps")]),
       ...kinds.map(([kind]) => common.h("tr", {}, [common.h("td", {}, kind),
         common.h("td", { class: "num", "data-readout": `steps-${kind}` }, String(steps[kind]))])));

@@ -56,17 +56,47 @@ function plainTex(tex) {
 }
 window.coursePlainTex = plainTex;                      // the browser test reads it
 
+// What a search result quotes: the page's own text, not its header buttons ("Binder Colab .ipynb"),
+// its previous/next links or its figures' print forms; words of neighbouring blocks (a glossary's
+// term and its definition, table cells, list items) stay apart.
+const SEARCH_SKIPS = [".bd-header-article", ".prev-next-area", ".prev-next-footer", ".onlyprint",
+  ".bd-footer-content", ".course-fig-fallback", ".print-only", "nav", ".headerlink"];
+const SEARCH_BLOCKS = "p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, pre, div, section, tr, figcaption";
+
+function searchableText(page) {
+  for (const skip of SEARCH_SKIPS) page.querySelectorAll(skip).forEach((e) => e.remove());
+  for (const formula of page.querySelectorAll(".math")) {
+    formula.textContent = ` ${plainTex(formula.textContent)} `;
+  }
+  for (const block of page.querySelectorAll(SEARCH_BLOCKS)) block.append(" ");
+  return page;
+}
+window.courseSearchableText = searchableText;          // the browser test reads it
+
 document.addEventListener("DOMContentLoaded", function () {
+  // one search field on the search page: its own (the sidebar's and the header's buttons go)
+  if (document.getElementById("search-results") || /\/search\.html$/.test(location.pathname)) {
+    document.documentElement.classList.add("course-search-page");
+  }
   // searchtools.js declares `const Search`: a global name, but not a property of window
   const search = typeof Search === "undefined" ? undefined : Search;  // eslint-disable-line no-undef
   if (!search || !search.htmlToText || search.htmlToText.plainFormulas) return;
   const original = search.htmlToText;
   search.htmlToText = function (htmlString, anchor) {
-    const page = new DOMParser().parseFromString(htmlString, "text/html");
-    for (const formula of page.querySelectorAll(".math")) {
-      formula.textContent = ` ${plainTex(formula.textContent)} `;
-    }
-    return original.call(this, page.documentElement.outerHTML, anchor);
+    const page = searchableText(new DOMParser().parseFromString(htmlString, "text/html"));
+    return original.call(this, page.documentElement.outerHTML, anchor).replace(/\s+/g, " ");
   };
   search.htmlToText.plainFormulas = true;
+  // a page's glossary terms are results of their own (index entries and objects): keep each
+  // page once, at its best place (results are shown from the end of the list, the best first)
+  const perform = search._performSearch;
+  if (perform) {
+    search._performSearch = function (...args) {
+      const seen = new Set(), kept = [];
+      for (const result of perform.apply(this, args).reverse()) {
+        if (!seen.has(result[0])) { seen.add(result[0]); kept.push(result); }
+      }
+      return kept.reverse();
+    };
+  }
 });
