@@ -99,6 +99,7 @@ def make_course_folder(course_id: str, owner: pwd.struct_passwd) -> Path:
     if not folder.exists():
         folder.mkdir()
         shutil.copy2(REPO / "nbgrader_config.py", folder / "nbgrader_config.py")
+        shutil.copy2(REPO / "edition.yml", folder / "edition.yml")      # the student site (releases)
         shutil.copytree(REPO / "source", folder / "source",
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
         for path in [folder, *folder.rglob("*")]:

@@ -20,9 +20,27 @@ class StampCourseVersion(NbGraderPreprocessor):
     """Name this course version's wheel in the lab's install cell (``COURSE_WHEEL = ...``), so a
     notebook released at one version keeps installing that version: the student edition serves
     every released wheel. The site it downloads them from (``BOOK_WHEELS = ...``) is the student
-    site of ``edition.yml`` (:func:`~attention_course_instructor.book.build.site_url`). Runs
-    first in ``generate_assignment`` and ``generate_solution``, before nbgrader records the cells'
+    site of the course's ``edition.yml``: the one in the nbgrader course folder (a course on the
+    hub, ``deploy/hub/course.py``), else the repository's
+    (:func:`~attention_course_instructor.book.build.site_url`). Runs first in
+    ``generate_assignment`` and ``generate_solution``, before nbgrader records the cells'
     checksums."""
+
+    def edition_settings(self) -> dict:
+        from pathlib import Path
+
+        import yaml
+
+        from attention_course_instructor.book import build
+
+        root = self.config.CourseDirectory.get("root") or "."
+        for candidate in (Path(str(root)) / "edition.yml", build.SETTINGS):
+            if candidate.is_file():
+                return yaml.safe_load(candidate.read_text()) or {}
+        raise FileNotFoundError(
+            f"edition.yml was found neither in the course folder ({Path(str(root)).resolve()}) nor in "
+            f"the repository ({build.SETTINGS.parent}): the release names the student site from it; "
+            "copy the repository's edition.yml into the course folder")
 
     def preprocess_cell(self, cell, resources, index):
         from attention_course import __version__
@@ -30,7 +48,7 @@ class StampCourseVersion(NbGraderPreprocessor):
 
         if cell.cell_type == "code" and "COURSE_WHEEL" in cell.source:
             cell.source = _COURSE_WHEEL.sub(rf"\g<1>{__version__}\g<2>", cell.source)
-            site = site_url()
+            site = site_url(self.edition_settings())
             wheels = f"{site}_static/wheels/" if site else ""
             cell.source = _BOOK_WHEELS.sub(lambda m: m[1] + wheels + m[2], cell.source)
         return cell, resources
