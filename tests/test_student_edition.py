@@ -454,6 +454,23 @@ def test_the_site_follows_edition_yml(options, site, monkeypatch):
     assert stamped.source.splitlines()[1] == f'BOOK_WHEELS = "{wheels}"'
 
 
+def test_a_course_folders_own_edition_yml_names_the_site(tmp_path, monkeypatch):
+    """On the hub the course folder is a copy (deploy/hub/course.py) and the instructor package
+    is installed apart from the repository: the course folder's edition.yml is read, and without
+    one anywhere the release says where it looked (formgrader showed a bare FileNotFoundError)."""
+    from traitlets.config import Config
+
+    from attention_course_instructor.grading.preprocessors import StampCourseVersion
+
+    config = Config({"CourseDirectory": {"root": str(tmp_path)}})
+    (tmp_path / "edition.yml").write_text("student_site: https://course.example.edu/\n")
+    assert build.site_url(StampCourseVersion(config=config).edition_settings()) == "https://course.example.edu/"
+    (tmp_path / "edition.yml").unlink()
+    monkeypatch.setattr(build, "SETTINGS", tmp_path / "elsewhere" / "edition.yml")
+    with pytest.raises(FileNotFoundError, match="neither in the course folder.*copy the repository's"):
+        StampCourseVersion(config=config).edition_settings()
+
+
 def test_the_released_labs_name_the_site_of_edition_yml():
     for lab in LABS:
         cell = nbformat.read(REPO / "labs" / lab / f"{lab}.ipynb", as_version=4).cells[1].source

@@ -33,14 +33,15 @@ class StampCourseVersion(NbGraderPreprocessor):
 
         from attention_course_instructor.book import build
 
-        root = self.config.CourseDirectory.get("root") or "."
-        for candidate in (Path(str(root)) / "edition.yml", build.SETTINGS):
-            if candidate.is_file():
-                return yaml.safe_load(candidate.read_text()) or {}
-        raise FileNotFoundError(
-            f"edition.yml was found neither in the course folder ({Path(str(root)).resolve()}) nor in "
-            f"the repository ({build.SETTINGS.parent}): the release names the student site from it; "
-            "copy the repository's edition.yml into the course folder")
+        own = Path(str(self.config.CourseDirectory.get("root") or ".")) / "edition.yml"
+        if own.is_file() and own.resolve() != build.SETTINGS.resolve():
+            return yaml.safe_load(own.read_text()) or {}
+        if not build.SETTINGS.is_file():
+            raise FileNotFoundError(
+                f"edition.yml is neither in the course folder ({own.parent.resolve()}) nor in the "
+                f"repository ({build.SETTINGS.parent}): the release names the student site from "
+                "it; copy the repository's edition.yml into the course folder")
+        return build.settings()
 
     def preprocess_cell(self, cell, resources, index):
         from attention_course import __version__
