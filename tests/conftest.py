@@ -19,12 +19,15 @@ REPO = harness.REPO
 
 # The test files that take longest, longest first: `make test` gives each file whole to one of its
 # pytest-xdist workers in collection order, and a long file handed out last would keep one worker
-# busy while the others idle. Measured in benchmarks/results/dev_loop.md (each file's share).
-LONGEST_FIRST = ("test_lab_pipelines.py", "test_grading_consistency.py", "test_hardened_grading.py",
-                 "test_dask_grading.py", "test_hardened_lab12.py", "test_hub.py",
-                 "test_grading_isolation.py", "test_class_report.py", "test_accessibility_browser.py",
-                 "test_student_edition.py", "test_student_notebooks.py", "test_book_browser.py",
-                 "test_figures_browser.py")
+# busy while the others idle. Each file's share of a clean-clone run on 2 cores, 2026-12-05
+# (worker-seconds): the accessibility sweep 528 (the book's build included), the labs' pipelines
+# about 250 once their full runs train briefly, Dask 350, hardened grading 267, consistency 261,
+# the edition 201, isolation 177, LTI 148, the hub about 150, Lab 12's hardened grading 131.
+LONGEST_FIRST = ("test_accessibility_browser.py", "test_dask_grading.py", "test_hardened_grading.py",
+                 "test_grading_consistency.py", "test_lab_pipelines.py", "test_student_edition.py",
+                 "test_grading_isolation.py", "test_hub_lti.py", "test_hub.py", "test_hardened_lab12.py",
+                 "test_student_notebooks.py", "test_pretrained.py", "test_book_browser.py",
+                 "test_figures_browser.py", "test_class_report.py")
 
 
 def pytest_collection_modifyitems(config, items):
