@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "instructor"))
 
 from attention_course_instructor.grading.preprocessors import (  # noqa: E402
-    DropTextTwin, ExposeLabChecks, QuietOverwriteCells, StampCourseVersion, StripSolutionMarkers,
+    DropRubrics, DropTextTwin, ExposeLabChecks, QuietOverwriteCells, StampCourseVersion, StripSolutionMarkers,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -46,18 +46,19 @@ c.ExchangeFactory.collect = "attention_course_instructor.grading.exchange.Course
 
 # The release: nbgrader's own steps, with the course version stamped into the install cell first
 # (before the checksums are taken) and the MyST twin's pairing dropped (the student's Jupyter would
-# write a <lab>.md beside their notebook at every save)
+# write a <lab>.md beside their notebook at every save); the written answers' rubrics stay in
+# the source (grading/rubric.py)
 c.GenerateAssignment.preprocessors = [
-    StampCourseVersion, DropTextTwin, IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions, ClearOutput,
-    CheckCellMetadata, ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums,
-    CheckCellMetadata,
+    StampCourseVersion, DropTextTwin, DropRubrics, IncludeHeaderFooter, InstantiateTests, LockCells,
+    ClearSolutions, ClearOutput, CheckCellMetadata, ComputeChecksums, SaveCells, ClearHiddenTests,
+    ClearMarkScheme, ComputeChecksums, CheckCellMetadata,
 ]
 
 # Solutions: keep the instructor's code, drop hidden tests and the solution markers; do not execute
 # (CI executes the solution notebook in a test instead).
 c.GenerateSolution.preprocessors = [
-    StampCourseVersion, DropTextTwin, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
-    StripSolutionMarkers,
+    StampCourseVersion, DropTextTwin, DropRubrics, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme,
+    ClearHiddenTests, StripSolutionMarkers,
 ]
 
 # Feedback shows the student's notebook with scores but never the hidden tests' source, on nbgrader's

@@ -385,3 +385,131 @@ def test_in_the_browser_each_role_sees_its_own_tools(course, graded, browser):
         assert not page.get_by_text("official Jupyter news").count()   # no news prompt
     finally:
         context.close()
+
+
+REGRADES = f"/services/course-submissions/regrades/{COURSE_ID}"
+
+
+def regrade_probes(hub, n) -> dict:
+    """What each role may do with the regrade queue's API (before any request is made)."""
+    ask = {"assignment": "lab8", "task": "task7b_answer", "reason": "x"}
+    first = hub.api(n["blank"], "POST", REGRADES, json=ask)
+    return {
+        "instructor asks": hub.api(n["instructor"], "POST", REGRADES, json=ask).status_code,
+        "student asks": first.status_code,
+        "asks again while open": hub.api(n["blank"], "POST", REGRADES, json=ask).status_code,
+        "no reason": hub.api(n["good"], "POST", REGRADES, json={**ask, "reason": " "}).status_code,
+        "a path for a task": hub.api(n["good"], "POST", REGRADES, json={**ask, "task": "../x"}).status_code,
+        "student answers": hub.api(n["good"], "POST", f"{REGRADES}/{first.json()['id']}",
+                                   json={"reason": "mine", "score_before": 0, "score_after": 2}).status_code,
+        "another student lists": [r["student"] for r in hub.api(n["good"], "GET", REGRADES).json()["requests"]],
+        "instructor lists": [r["student"] for r in hub.api(n["instructor"], "GET", REGRADES).json()["requests"]],
+    }
+
+
+def open_link_in_new_tab(context, page, name: str):
+    """Click a link that opens a new tab (as JupyterLab's Markdown preview opens a link away
+    from the files); the new tab, loaded."""
+    with context.expect_page() as opened:
+        page.get_by_role("link", name=name).first.click()
+    tab = opened.value
+    tab.wait_for_load_state("networkidle")
+    return tab
+
+
+@pytest.mark.browser
+def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded, browser):
+    """An instructor grades a written question across the class from the grading page their
+    START-HERE links to; a student asks, from their feedback page, for a regrade of the task they
+    lost points on; the instructor resolves it; the gradebook, the student's regrade page and their
+    feedback follow. The student reaches their feedback page as *Open in New Browser Tab* does
+    (its ``/files/`` address)."""
+    n, shots = course.names, REPO / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    inst, student = n["instructor"], n["wrong"]
+    probes = regrade_probes(course, n)
+    assert probes == {"instructor asks": 403, "student asks": 201, "asks again while open": 409,
+                      "no reason": 400, "a path for a task": 400, "student answers": 403,
+                      "another student lists": [], "instructor lists": [n["blank"]]}
+
+    # the instructor grades 7b by question
+    context, page = browser_login(browser, course, inst)
+    try:
+        page.goto(f"{course.url}/user/{inst}/lab/tree/START-HERE.md", wait_until="networkidle")
+        grading = open_link_in_new_tab(context, page, "grading page")
+        assert grading.url.endswith(f"/user/{inst}/course-grading")
+        grading.get_by_role("link", name="(task7b)").first.click()
+        grading.wait_for_load_state("networkidle")
+        assert grading.get_by_role("heading", name="Answer 3 of 3").count() == 1
+        assert not any(name in grading.content() for name in (n["good"], n["blank"], n["wrong"]))
+        grading.screenshot(path=str(shots / "hub-grading-by-question.png"), full_page=True)
+        first = grading.locator("section.card").first
+        first.get_by_label("A weight is a mixing coefficient").check()
+        first.get_by_role("button", name="Apply to answer 1").click()
+        grading.wait_for_load_state("networkidle")
+        assert grading.locator("section.card").first.get_by_text("Graded: 1 of 2").count() == 1
+    finally:
+        context.close()
+    scores = {g["student"]: g for g in course.formgrader(inst, "GET", "submitted_notebooks/lab8/lab8").json()}
+    graded_7b = [s for s in (n["good"], n["wrong"], n["blank"]) if manual_score(course, inst, scores[s]["id"],
+                                                                                "task7b_answer") == 1]
+    assert len(graded_7b) == 1
+
+    # the student asks from their feedback page
+    feedback = next((Path(os.path.expanduser(f"~{student}")) / "lab8" / "feedback").rglob("lab8.html"))
+    first_feedback = feedback.read_text()
+    relative = feedback.relative_to(os.path.expanduser(f"~{student}"))
+    context, page = browser_login(browser, course, student)
+    try:
+        page.goto(f"{course.url}/user/{student}/files/{relative}", wait_until="networkidle")
+        entry = page.locator("li", has_text="Task 6").filter(has_text="Ask for a regrade").first
+        task = entry.get_by_role("link", name="Ask for a regrade of this task").get_attribute("href")
+        entry.get_by_role("link", name="Ask for a regrade of this task").click()
+        page.wait_for_load_state("networkidle")
+        assert page.url.startswith(f"{course.url}/user/{student}/course-regrade")
+        page.get_by_label("Why (required)").fill("My map reads the columns in order; see my plot.")
+        page.get_by_role("button", name="Send the request").click()
+        page.wait_for_load_state("networkidle")
+        assert page.get_by_role("status").inner_text().startswith("Sent")
+        page.screenshot(path=str(shots / "hub-regrade-request.png"), full_page=True)
+    finally:
+        context.close()
+    task = dict(p.split("=") for p in task.split("?", 1)[1].split("&"))["task"]
+
+    # the instructor resolves it from the queue
+    before = manual_or_auto(course, inst, scores[student]["id"], task)
+    context, page = browser_login(browser, course, inst)
+    try:
+        page.goto(f"{course.url}/hub/user-redirect/course-grading", wait_until="networkidle")
+        card = page.locator("section.card", has_text=student).filter(has_text="open").first
+        card.get_by_label("New score").fill(str(before + 1))
+        card.get_by_label("Your answer to the student").fill("Checked by hand: one case was right.")
+        card.get_by_role("button", name="Resolve").click()
+        page.wait_for_load_state("networkidle")
+        said = page.get_by_role("status").inner_text()
+        assert f"{before:g} -> {before + 1:g}" in said and "feedback generated and released again" in said, said
+        page.screenshot(path=str(shots / "hub-regrade-resolved.png"), full_page=True)
+    finally:
+        context.close()
+    assert manual_or_auto(course, inst, scores[student]["id"], task) == before + 1
+
+    # the student reads the answer and the new feedback
+    mine = course.api(student, "GET", REGRADES).json()["requests"]
+    assert [(r["task"], r["status"]) for r in mine] == [(task, "resolved")]
+    assert mine[0]["history"][-1]["reason"] == "Checked by hand: one case was right."
+    page_text = course.api(student, "GET", f"/user/{student}/course-regrade").text
+    assert "Checked by hand: one case was right." in page_text and "resolved" in page_text
+    fetched = course.nbgrader_action(student, "fetch_feedback", "lab8")
+    assert fetched["success"], fetched
+    assert feedback.read_text() != first_feedback               # the same submission's, made again
+
+
+def manual_score(hub, inst, submission_id, grade_id):
+    grades = hub.formgrader(inst, "GET", "grades", params={"submission_id": submission_id}).json()
+    return next(g for g in grades if g["name"] == grade_id)["manual_score"]
+
+
+def manual_or_auto(hub, inst, submission_id, grade_id) -> float:
+    grades = hub.formgrader(inst, "GET", "grades", params={"submission_id": submission_id}).json()
+    grade = next(g for g in grades if g["name"] == grade_id)
+    return grade["manual_score"] if grade["manual_score"] is not None else grade["auto_score"]

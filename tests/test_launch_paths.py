@@ -97,6 +97,7 @@ def test_binder_post_build_gives_the_lab_its_imports(tmp_path):
     etc = tmp_path / "venv" / "etc" / "jupyter"
     extensions = json.loads((etc / "jupyter_server_config.d" / "zz-course-student.json").read_text())
     assert extensions["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"] is False
+    assert "regrade_requests" not in extensions["ServerApp"]["jpserver_extensions"]   # the hub's only
     assert "@jupyter/nbgrader:create-assignment" in (etc / "labconfig" / "page_config.json").read_text()
 
 

@@ -256,3 +256,24 @@ def test_missing_platform_values_are_named(course, platform, tmp_path):  # noqa:
     path = platform_file(folder, base, token_url="", lineitems="")
     done = send(course, path, "lab8")
     assert done.returncode != 0 and "need token_url, lineitems" in done.stderr
+
+
+def test_a_grade_changed_by_question_or_regrade_reaches_the_lms(course, platform, tmp_path, monkeypatch):  # noqa: F811
+    """What the grading page does when it writes a score: the student's new lab total goes to the
+    LMS at once (``by_question.regrades.send_to_lms``), as the whole-class passback would send it."""
+    import shutil
+
+    from nbgrader.coursedir import CourseDirectory
+
+    from attention_course_instructor.grading.by_question import answers, regrades
+
+    base, folder = platform
+    shutil.copytree(course, tmp_path / "course")
+    db = f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}"
+    written = answers.Question("lab12", "lab12", "task7", "Task 7", 7.0, None)
+    answers.apply(CourseDirectory(root=str(tmp_path / "course")), db, written, "eve", 6.0, "Clear.", "ta1")
+    monkeypatch.delenv("COURSE_LMS_PLATFORM", raising=False)
+    assert "no LMS is set" in regrades.send_to_lms(db, "lab12", "eve")
+    monkeypatch.setenv("COURSE_LMS_PLATFORM", str(platform_file(folder, base)))
+    assert regrades.send_to_lms(db, "lab12", "eve") == "LMS: sent, 21"           # 15 + 6
+    assert shown(received(base))[("lab12", "1005")] == 21

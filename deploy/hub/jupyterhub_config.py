@@ -16,6 +16,8 @@ file:
                            tests: COURSE_HUB_PASSWORD) | native (jupyterhub-nativeauthenticator)
                            | lti13 (from the LMS: COURSE_LTI_PLATFORM, see lti13_login.py;
                            COURSE_LTI_ROSTER: the class list it keeps, <state>/lms-roster.csv)
+    COURSE_LMS_PLATFORM    the grade passback's platform file (grading.lti_ags), for the grading
+                           page's regrades (instructors' servers; unset: grades are sent by hand)
 
 Submissions do not go through a folder of the exchange that students write: each user's server
 sends them to the course's submission service (``submissions.py``, a JupyterHub service run as
@@ -214,8 +216,13 @@ def welcome(name: str, text: Path) -> None:
 def role_environment(role: str) -> dict:
     """What a role's server adds to its environment: instructors import the instructor package
     (the grader, the course's nbgrader preprocessors), installed apart from the student package
-    by ``user_env.py``; a student's server has only the student package."""
-    return {"PYTHONPATH": str(USER_ENV / "instructor")} if role == "instructor" else {}
+    by ``user_env.py``, and where the course sends grades to its LMS (``COURSE_LMS_PLATFORM``, the
+    platform file of ``grading.lti_ags``), the grading page sends a regraded student's new total;
+    a student's server has only the student package."""
+    if role != "instructor":
+        return {}
+    lms = os.environ.get("COURSE_LMS_PLATFORM", "")
+    return {"PYTHONPATH": str(USER_ENV / "instructor"), **({"COURSE_LMS_PLATFORM": lms} if lms else {})}
 
 
 c.Spawner.pre_spawn_hook = choose_role_config

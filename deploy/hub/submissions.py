@@ -20,6 +20,16 @@ Run by the hub as a managed service (``jupyterhub_config.py``), as the system ac
          -> 201 {"id", "student", "received", "files": {"lab8.ipynb": sha256, ...}}
     GET  <course>/<assignment>              instructors: every submission's receipt; others: their own
     GET  <course>/<assignment>/<student>/<id>   instructors: {"receipt": ..., "files": {name: base64}}
+
+It also keeps the class's regrade requests, under ``/services/course-submissions/regrades/``: a
+student asks from their feedback (the student page ``regrade_requests.py``), an instructor answers
+from the grading page (the instructor package's ``grading.by_question``). Every step is kept with
+the time this service received it and who sent it:
+
+    POST <course>                 a student: {"assignment", "task", "reason"} -> 201 the request
+    GET  <course>                 instructors: every request; students: their own
+    POST <course>/<id>            instructors: {"reason", "score_before", "score_after"} -> the
+                                  request, resolved (a later answer is kept too, as a new step)
 """
 from __future__ import annotations
 
@@ -45,6 +55,8 @@ COURSE_ID = os.environ.get("COURSE_ID", "attention-and-transformers")
 STORE = Path(os.environ.get("COURSE_SUBMISSIONS", "/srv/nbgrader/submissions"))
 MAX_BYTES = int(os.environ.get("COURSE_SUBMISSION_MAX_MB", "64")) * 2 ** 20   # one submission
 MAX_FILES = 200
+MAX_REASON = 2000                                    # characters of a regrade request's reason
+MAX_REQUESTS = 30                                    # regrade requests per student and course
 INSTRUCTORS_GROUP = f"formgrade-{COURSE_ID}"
 STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
 TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f %Z"               # nbgrader's own format
@@ -207,6 +219,95 @@ class Submission(Handler):
         self.finish({"receipt": receipt, "files": files})
 
 
+class RegradeStore(Handler):
+    """Where the course's regrade requests are kept: one JSON file each, only this service's."""
+
+    def folder(self, course: str) -> Path:
+        if course != COURSE_ID:
+            raise Refused(404, f"this service serves the course {COURSE_ID}, not {course[:80]!r}")
+        return STORE / ".regrades" / course
+
+    @staticmethod
+    def requests(folder: Path) -> list[dict]:
+        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+    @staticmethod
+    def keep(folder: Path, request: dict) -> None:
+        """Write the request whole or not at all (a file renamed over the last)."""
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        staging = folder / f".{request['id']}.partial"
+        staging.write_text(json.dumps(request, indent=1))
+        staging.rename(folder / f"{request['id']}.json")
+
+
+class RegradeRequests(RegradeStore):
+    """A student's regrade requests: made with a reason, listed with every step since."""
+
+    async def post(self, course: str):
+        folder = self.folder(course)
+        student, role = await self.person()
+        if role != "student":
+            raise Refused(403, "regrades are asked for by the course's students")
+        try:
+            body = json.loads(self.request.body)
+            assignment, task, reason = (str(body[k]) for k in ("assignment", "task", "reason"))
+        except (ValueError, KeyError, TypeError):
+            raise Refused(400, 'expected JSON {"assignment": ..., "task": ..., "reason": ...}') from None
+        if not (NAME.match(assignment) and NAME.match(task)):
+            raise Refused(400, "assignment and task are names of letters, digits, '_', '.', '@', '-'")
+        if not 1 <= len(reason.strip()) <= MAX_REASON:
+            raise Refused(400, f"the reason is 1 to {MAX_REASON} characters, not {len(reason.strip())}")
+        mine = [r for r in self.requests(folder) if r["student"] == student]
+        if len(mine) >= MAX_REQUESTS:
+            raise Refused(429, f"{MAX_REQUESTS} regrade requests is the most one student may make")
+        if any(r["assignment"] == assignment and r["task"] == task and r["status"] == "open" for r in mine):
+            raise Refused(409, f"your request about {task} of {assignment} is still open")
+        now = receipt_time()
+        request = {"id": now.strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(4),
+                   "course": course, "assignment": assignment, "task": task, "student": student,
+                   "status": "open", "reason": reason.strip(),
+                   "history": [{"at": now.strftime(TIMESTAMP), "by": student, "what": "asked",
+                                "reason": reason.strip()}]}
+        self.keep(folder, request)
+        self.set_status(201)
+        self.finish(request)
+
+    async def get(self, course: str):
+        folder = self.folder(course)
+        name, role = await self.person()
+        self.finish({"requests": [r for r in self.requests(folder)
+                                  if role == "instructor" or r["student"] == name]})
+
+
+class RegradeRequest(RegradeStore):
+    """An instructor's answer to one request."""
+
+    async def post(self, course: str, request_id: str):
+        folder = self.folder(course)
+        instructor, role = await self.person()
+        if role != "instructor":
+            raise Refused(403, "only the course's instructors answer regrade requests")
+        if not re.fullmatch(r"[0-9TZ]+-[0-9a-f]{8}", request_id) or not (folder / f"{request_id}.json").is_file():
+            raise Refused(404, f"no regrade request {request_id[:40]!r}")
+        try:
+            body = json.loads(self.request.body)
+            reason = str(body["reason"]).strip()
+            before, after = (None if body.get(k) is None else float(body[k])
+                             for k in ("score_before", "score_after"))
+        except (ValueError, KeyError, TypeError):
+            raise Refused(400, 'expected JSON {"reason": ..., "score_before": number, '
+                               '"score_after": number}') from None
+        if not 1 <= len(reason) <= MAX_REASON:
+            raise Refused(400, f"the answer's reason is 1 to {MAX_REASON} characters, not {len(reason)}")
+        request = json.loads((folder / f"{request_id}.json").read_text())
+        request["status"] = "resolved"
+        request["history"].append({"at": receipt_time().strftime(TIMESTAMP), "by": instructor,
+                                   "what": "resolved", "reason": reason,
+                                   "score_before": before, "score_after": after})
+        self.keep(folder, request)
+        self.finish(request)
+
+
 def make_app() -> web.Application:
     hub_auth = HubAuth()
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/course-submissions/")
@@ -214,6 +315,8 @@ def make_app() -> web.Application:
     return web.Application([
         (url_path_join(prefix, "api", part, part) + "/?", Submissions, {"hub_auth": hub_auth}),
         (url_path_join(prefix, "api", part, part, part, part) + "/?", Submission, {"hub_auth": hub_auth}),
+        (url_path_join(prefix, "regrades", part) + "/?", RegradeRequests, {"hub_auth": hub_auth}),
+        (url_path_join(prefix, "regrades", part, part) + "/?", RegradeRequest, {"hub_auth": hub_auth}),
     ], max_body_size=MAX_BYTES * 4 // 3 + 2 ** 20)
 
 

@@ -79,7 +79,8 @@ def content_digest() -> str:
     return h.hexdigest()[:12]
 
 
-HUB_FILES = ("submissions.py", "submit_client.py")    # the submission service and its client
+HUB_FILES = ("submissions.py", "submit_client.py",    # the submission service and its client,
+             "regrade_requests.py")                  # the students' regrade page
 
 
 def install_roles(env: Path) -> None:

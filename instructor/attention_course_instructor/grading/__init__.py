@@ -22,7 +22,11 @@
 - :mod:`~attention_course_instructor.grading.late` -- due dates, extensions and the late policy
   (nbgrader's ``LateSubmissionPlugin``), applied when the hardened grader records a lab;
 - :mod:`~attention_course_instructor.grading.lti_ags` -- the labs' totals sent to the LMS gradebook
-  by LTI Advantage's Assignment and Grade Services.
+  by LTI Advantage's Assignment and Grade Services;
+- :mod:`~attention_course_instructor.grading.rubric` -- the written answers' rubrics, read from the
+  source notebooks;
+- :mod:`~attention_course_instructor.grading.by_question` -- grading one question across the class
+  and answering regrade requests: a Jupyter server extension beside formgrader.
 
 Nothing here is a reference answer: references are the solutions in ``source/<lab>/``, read on
 the instructor's side.

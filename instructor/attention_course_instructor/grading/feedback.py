@@ -4,13 +4,18 @@ selects :class:`CourseFeedbackExporter` for ``generate_feedback``).
 - nbgrader's list of scores at the top names every autograded cell "Test cell"; here each entry is
   named by the task the cell belongs to, the nearest heading above it ("Task 6: the attention map:
   checks").
+- On the course hub (``JUPYTERHUB_BASE_URL`` and ``COURSE_SUBMISSIONS_URL`` set, as on every
+  server there), each entry also links to the student's regrade page for that task, through the
+  hub's ``user-redirect`` (the reader's own server: ``deploy/hub/regrade_requests.py``).
 - JupyterLab opens an HTML file *untrusted*: it shows it without running its scripts until one
   presses "Trust HTML". Nothing on this page needs a script, so none is kept (formulas stay as TeX).
 """
 from __future__ import annotations
 
 import html
+import os
 import re
+from urllib.parse import urlencode
 
 from nbconvert.exporters import HTMLExporter
 
@@ -57,9 +62,25 @@ def named_scores(page: str, nb) -> str:
     return page
 
 
+SCORE_ENTRY = re.compile(r'(<li><a href="#([^"]+)">[^<]*</a> \(Score: [^)]*\))</li>')
+
+
+def regrade_links(page: str, assignment: str, hub_base: str) -> str:
+    """A link after every score of the list, to ask for a regrade of that task."""
+    def link(found):
+        query = urlencode({"assignment": assignment, "task": html.unescape(found.group(2))})
+        href = f"{hub_base.rstrip('/')}/hub/user-redirect/course-regrade?{query}"
+        return f'{found.group(1)} <a href="{html.escape(href)}">Ask for a regrade of this task</a></li>'
+    return SCORE_ENTRY.sub(link, page)
+
+
 class CourseFeedbackExporter(HTMLExporter):
     """nbgrader's feedback exporter (HTML with its ``feedback`` template), see the module note."""
 
     def from_notebook_node(self, nb, resources=None, **kw):
         page, resources = super().from_notebook_node(nb, resources, **kw)
-        return SCRIPT.sub("", named_scores(page, nb)), resources
+        page = named_scores(page, nb)
+        assignment = (resources or {}).get("nbgrader", {}).get("assignment")
+        if assignment and os.environ.get("JUPYTERHUB_BASE_URL") and os.environ.get("COURSE_SUBMISSIONS_URL"):
+            page = regrade_links(page, assignment, os.environ["JUPYTERHUB_BASE_URL"])
+        return SCRIPT.sub("", page), resources

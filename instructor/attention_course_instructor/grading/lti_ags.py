@@ -278,6 +278,18 @@ def passback(db_url: str, labs: list[str], client: AgsClient, titles: dict | Non
     return done
 
 
+def passback_student(db_url: str, lab: str, student_id: str, client: AgsClient) -> Outcome:
+    """One student's total of one lab to the LMS (after a regrade): as :func:`passback` sends it."""
+    from nbgrader.api import Gradebook
+
+    from attention_course_instructor.grading.lms_export import lab_result
+
+    with Gradebook(db_url) as gb:
+        assignment, student = gb.find_assignment(lab), gb.find_student(student_id)
+        item = client.line_item(assignment.name, assignment.name, assignment.max_score)
+        return _send_one(client, item, assignment, student, lab_result(gb, lab, student_id), False)
+
+
 def _send_one(client: AgsClient, item: str, lab, student, result, send_pending: bool) -> Outcome:
     row = Outcome(lab.name, student.id, student.lms_user_id or "", "not sent", line_item=item, time=_now())
     if result.score is None:

@@ -66,6 +66,15 @@ class DropTextTwin(NbGraderPreprocessor):
         return nb, resources
 
 
+class DropRubrics(NbGraderPreprocessor):
+    """Drop the written answers' rubrics (``metadata.rubric``, :mod:`..rubric`): they are the
+    graders', read from the source notebook; no student gets them with the release."""
+
+    def preprocess_cell(self, cell, resources, index):
+        cell.metadata.pop("rubric", None)
+        return cell, resources
+
+
 class StripSolutionMarkers(NbGraderPreprocessor):
     """Remove the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines, keeping the code between them
     (and ``BEGIN/END SOLUTION`` lines in markdown answer cells)."""

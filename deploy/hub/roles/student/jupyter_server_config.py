@@ -5,6 +5,10 @@ origin (``COURSE_FRAME_ORIGIN``, the platform file's ``frame_origin``) may frame
 import os
 
 c = get_config()  # noqa: F821  (provided by Jupyter)
+# the regrade page (jupyter_server_config.json enables it) lives beside the submission client
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hub"))
 c.ServerApp.tornado_settings = {}
 if os.environ.get("COURSE_FRAME_ORIGIN"):
     c.ServerApp.tornado_settings = {"headers": {

@@ -1,0 +1,196 @@
+"""The grading pages an instructor's server serves beside formgrader, under ``<server>/course-grading``.
+
+- ``/course-grading`` -- every question graded by hand (how many answers, how many graded) and
+  the class's regrade requests, each with a form to answer it;
+- ``/course-grading/<lab>/<notebook>/<grade_id>`` -- one question: its rubric, then every answer
+  under a token, never a name, in the question's shuffled order, each with the rubric's items to
+  tick, a note, and *Apply*;
+- ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook);
+  ``POST`` to ``/course-grading/regrades/<id>``: a request answered.
+
+What a student wrote is shown as text (escaped, never as HTML); forms carry Jupyter's XSRF token.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import jinja2
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from attention_course_instructor.grading.by_question import answers as A
+from attention_course_instructor.grading.by_question import regrades as R
+from attention_course_instructor.grading.rubric import RubricError
+
+PREFIX = "course-grading"
+TEMPLATES = Path(__file__).with_name("templates")
+ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+
+
+class GradingPage(JupyterHandler):
+    """What every page needs: the course folder formgrader uses, and the page's layout."""
+
+    @property
+    def coursedir(self):
+        formgrader = self.settings.get("nbgrader_formgrader")
+        if formgrader is None:
+            raise web.HTTPError(503, "the grading pages need nbgrader's formgrader on this server")
+        return formgrader.coursedir
+
+    @property
+    def db_url(self) -> str:
+        return self.coursedir.db_url
+
+    @property
+    def home(self) -> str:
+        return url_path_join(self.base_url, PREFIX)
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        """A refusal says why, on a page of its own (nothing was written)."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        message = getattr(exc, "log_message", None) or self._reason
+        self.show("problem.html", message=message)
+
+    async def index(self, done: str = "") -> None:
+        """The questions and the queue; ``done``: what this request did (never read from the URL)."""
+        found = A.questions(self.coursedir, self.db_url)
+        counts = {q.path: A.progress(self.db_url, q) for q in found}
+        queue, trouble = [], ""
+        try:
+            queue = await R.requests(self.coursedir.course_id)
+        except RuntimeError as exc:
+            trouble = str(exc)
+        every = {(q.assignment, q.grade_id): q for q in A.questions(self.coursedir, self.db_url, by_hand=False)}
+        tasks = {r["id"]: every.get((r["assignment"], r["task"])) for r in queue}
+        self.show("questions.html", questions=found, counts=counts, queue=queue, tasks=tasks,
+                  trouble=trouble, done=done)
+
+    def show(self, template: str, **context) -> None:
+        self.finish(ENV.get_template(template).render(
+            home=self.home, formgrader=url_path_join(self.base_url, "formgrader"),
+            xsrf=self.xsrf_form_html(), **context))
+
+
+def applied_items(root: Path, q: A.Question) -> dict[str, list[str]]:
+    """student -> the rubric items last applied to their answer to ``q`` (from the grading log)."""
+    import json
+
+    log, last = Path(root) / "reports" / q.assignment / "grading-log.jsonl", {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            entry = json.loads(line)
+            if entry["task"] == q.grade_id and entry["notebook"] == q.notebook:
+                last[entry["student"]] = entry["items"]
+    return last
+
+
+class Questions(GradingPage):
+
+    @web.authenticated
+    async def get(self):
+        await self.index()
+
+
+class OneQuestion(GradingPage):
+
+    def find(self, assignment: str, notebook: str, grade_id: str) -> A.Question:
+        try:
+            return A.question(self.coursedir, self.db_url, assignment, notebook, grade_id)
+        except KeyError as exc:
+            raise web.HTTPError(404, str(exc)) from None
+
+    @web.authenticated
+    def get(self, assignment: str, notebook: str, grade_id: str, token: str | None = None):
+        q = self.find(assignment, notebook, grade_id)
+        given = A.answers(self.coursedir, self.db_url, q)
+        applied = applied_items(Path(self.coursedir.root), q)
+        self.show("question.html", q=q, answers=given, applied=applied,
+                  action=url_path_join(self.home, q.path))
+
+    @web.authenticated
+    def post(self, assignment: str, notebook: str, grade_id: str, token: str | None = None):
+        q = self.find(assignment, notebook, grade_id)
+        answer = next((a for a in A.answers(self.coursedir, self.db_url, q) if a.token == token), None)
+        if answer is None:
+            raise web.HTTPError(404, f"no answer {token} to {q.grade_id}")
+        chosen = tuple(self.get_arguments("item"))
+        note = self.get_argument("note", "")
+        try:
+            score, comment = chosen_score(q, chosen, note, self.get_argument("score", ""))
+        except (RubricError, ValueError) as exc:
+            raise web.HTTPError(400, str(exc)) from None
+        A.apply(self.coursedir, self.db_url, q, answer.student, score, comment, self.current_user.username,
+                items=chosen)
+        self.redirect(url_path_join(self.home, q.path) + f"#answer-{token}")
+
+
+def chosen_score(q: A.Question, chosen: tuple[str, ...], note: str, typed: str) -> tuple[float, str]:
+    """The score and comment a form gives: the rubric's, where items are ticked; else the typed
+    score, with the note as the comment."""
+    if chosen:
+        if q.rubric is None:
+            raise ValueError(f"{q.grade_id} has no rubric")
+        return q.rubric.score(chosen), q.rubric.comment(chosen, note)
+    if typed.strip():
+        return float(typed), note.strip()
+    if q.rubric is not None and q.rubric.grading == "negative":
+        return q.max_points, note.strip()             # nothing taken off: full marks
+    raise ValueError(f"tick the rubric's items or type a score from 0 to {q.max_points:g}")
+
+
+class AnswerRegrade(GradingPage):
+
+    @web.authenticated
+    async def post(self, request_id: str):
+        course = self.coursedir.course_id
+        request = next((r for r in await R.requests(course) if r["id"] == request_id), None)
+        if request is None:
+            raise web.HTTPError(404, f"no regrade request {request_id}")
+        try:
+            q = A.question(self.coursedir, self.db_url, request["assignment"], None, request["task"],
+                           by_hand=False)
+        except KeyError:
+            q = None                       # a task the lab does not have: it can only be answered
+        reason = self.get_argument("reason", "").strip()
+        if not reason:
+            raise web.HTTPError(400, "say why: the student reads the reason with the answer")
+        chosen, typed = tuple(self.get_arguments("item")), self.get_argument("score", "")
+        if q is None:
+            if chosen or typed.strip():
+                raise web.HTTPError(400, f"{request['assignment']} has no graded task {request['task']}: "
+                                         "answer it without a score")
+            await R.record_answer(course, request_id, reason, None, None)
+            await self.index(done=f"answered {request['student']}")
+            return
+        before = A.current_score(self.db_url, q, request["student"])
+        after = before
+        if chosen or typed.strip():
+            try:
+                after, comment = chosen_score(q, chosen, "", typed)
+            except (RubricError, ValueError) as exc:
+                raise web.HTTPError(400, str(exc)) from None
+            A.apply(self.coursedir, self.db_url, q, request["student"], after, comment if chosen else None,
+                    self.current_user.username, why=f"regrade {request_id}: {reason}", items=chosen)
+        await R.record_answer(course, request_id, reason, before, after)
+        loop = asyncio.get_running_loop()
+        steps = [f"{request['student']}'s {q.name}: {before:g} -> {after:g}"]
+        if after != before:
+            problem = await loop.run_in_executor(None, R.refresh_feedback, Path(self.coursedir.root),
+                                                 q.assignment, request["student"])
+            steps.append(problem or "feedback generated and released again")
+            steps.append(await loop.run_in_executor(None, R.send_to_lms, self.db_url, q.assignment,
+                                                    request["student"]))
+        await self.index(done=" · ".join(steps))
+
+
+def handlers(base_url: str) -> list[tuple]:
+    part = r"([^/]+)"
+    home = url_path_join(base_url, PREFIX)
+    return [
+        (home + "/?", Questions),
+        (url_path_join(home, "regrades", part) + "/?", AnswerRegrade),
+        (url_path_join(home, part, part, part) + "/?", OneQuestion),
+        (url_path_join(home, part, part, part, part) + "/?", OneQuestion),
+    ]

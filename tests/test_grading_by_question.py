@@ -1,0 +1,296 @@
+"""Grading by question (``grading.rubric``, ``grading.by_question``), without a hub.
+
+The labs' rubrics are read from their source notebooks and checked; a class of twelve students
+is put into an nbgrader gradebook (Lab 8's graded cells, as ``nbgrader generate_assignment``
+registers them) with each one's autograded notebook, and one question is graded across the class.
+The pages themselves, the regrade requests and the feedback are tried in a browser on the course
+hub (``test_hub.py``).
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader import utils as nbgrader_utils
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+
+from attention_course_instructor.grading.by_question import answers as A
+from attention_course_instructor.grading.by_question.pages import chosen_score
+from attention_course_instructor.grading.rubric import RubricError, rubric_of, rubrics
+from conftest import REPO
+
+LABS = ("lab8", "lab12")
+STUDENTS = [f"s{i:02d}" for i in range(12)]
+
+
+def source(lab: str):
+    return nbformat.read(REPO / "source" / lab / f"{lab}.ipynb", as_version=4)
+
+
+def written_cells(nb) -> list:
+    return [c for c in nb.cells if nbgrader_utils.is_grade(c) and nbgrader_utils.is_solution(c)
+            and c.cell_type == "markdown"]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_written_answer_has_a_rubric_that_can_reach_full_marks(lab):
+    nb = source(lab)
+    found = rubrics(nb)
+    written = written_cells(nb)
+    assert written and sorted(found) == sorted(c.metadata.nbgrader.grade_id for c in written)
+    for rubric in found.values():
+        everything = [i.id for i in rubric.items]
+        best = rubric.score([]) if rubric.grading == "negative" else rubric.score(everything)
+        assert best == rubric.max_points, rubric.grade_id
+        worst = rubric.score(everything) if rubric.grading == "negative" else rubric.score([])
+        assert worst == 0, rubric.grade_id
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_no_rubric_reaches_the_release_or_the_solutions(lab):
+    for folder in ("labs", "solutions"):
+        nb = nbformat.read(REPO / folder / lab / f"{lab}.ipynb", as_version=4)
+        assert not [c for c in nb.cells if "rubric" in c.metadata], folder
+
+
+def cell_with(rubric: dict, points: float = 2):
+    return nbformat.v4.new_markdown_cell("answer", metadata={
+        "nbgrader": {"grade": True, "solution": True, "grade_id": "q1", "points": points,
+                     "locked": False, "schema_version": 3, "task": False},
+        "rubric": rubric})
+
+
+def test_positive_and_negative_grading():
+    positive = rubric_of(cell_with({"grading": "positive", "items": [
+        {"id": "a", "points": 1.5, "comment": "A."}, {"id": "b", "points": 1, "comment": "B."}]}))
+    assert positive.score(["a"]) == 1.5 and positive.score(["a", "b"]) == 2       # capped
+    assert positive.score(["a", "a"]) == 1.5                                       # once each
+    assert positive.comment(["b", "a"], "  Well argued. ") == "- B. (+1)\n- A. (+1.5)\nWell argued."
+    negative = rubric_of(cell_with({"grading": "negative", "items": [
+        {"id": "a", "points": -1.5, "comment": "A."}, {"id": "b", "points": -1, "comment": "B."}]}))
+    assert negative.score([]) == 2 and negative.score(["a"]) == 0.5 and negative.score(["a", "b"]) == 0
+    with pytest.raises(RubricError, match="no rubric item 'c'; it has a, b"):
+        negative.score(["c"])
+
+
+@pytest.mark.parametrize("rubric, expected", [
+    ({"grading": "both", "items": []}, "expected {'grading': 'positive' | 'negative'"),
+    ({"grading": "positive", "items": []}, "no items"),
+    ({"grading": "positive", "items": [{"id": "a", "points": -1, "comment": "x"}]}, "expects above 0"),
+    ({"grading": "negative", "items": [{"id": "a", "points": 1, "comment": "x"}]}, "expects below 0"),
+    ({"grading": "positive", "items": [{"id": "a", "points": 3, "comment": "x"}]}, "at most 2 in size"),
+    ({"grading": "positive", "items": [{"id": "a", "points": 1, "comment": "x"},
+                                       {"id": "a", "points": 1, "comment": "y"}]}, "unique"),
+    ({"grading": "positive", "items": [{"id": "a", "points": 1, "comment": " "}]}, "no comment"),
+    ({"grading": "positive", "items": [{"id": "a", "comment": "x"}]}, "each item is"),
+])
+def test_a_rubric_that_cannot_be_applied_is_refused_with_what_was_expected(rubric, expected):
+    with pytest.raises(RubricError, match="the rubric of q1: .*" + expected.replace("|", r"\|")
+                       .replace("(", r"\(").replace(")", r"\)").replace("{", r"\{").replace("}", r"\}")):
+        rubric_of(cell_with(rubric))
+
+
+def test_a_rubric_on_a_cell_not_graded_by_hand_is_refused():
+    cell = cell_with({"grading": "positive", "items": [{"id": "a", "points": 1, "comment": "x"}]})
+    cell.metadata.nbgrader["solution"] = False
+    with pytest.raises(RubricError, match="only a cell graded by hand"):
+        rubric_of(cell)
+
+
+# ---- one question across a class ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """Lab 8's source, a gradebook of twelve submissions and their autograded notebooks; each
+    student's answers say whose they are, so that the tests can tell where a name would leak."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "source" / "lab8").mkdir(parents=True)
+    nb = source("lab8")
+    nbformat.write(nb, root / "source" / "lab8" / "lab8.ipynb")
+    path = os.environ.get("PATH", "")                     # a new gradebook runs `alembic` by name
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
+    try:
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+            gb.add_assignment("lab8")
+            gb.add_notebook("lab8", "lab8")
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if nbgrader_utils.is_grade(cell):
+                    gb.add_grade_cell(meta["grade_id"], "lab8", "lab8", max_score=meta["points"],
+                                      cell_type=cell.cell_type)
+                if nbgrader_utils.is_solution(cell):
+                    gb.add_solution_cell(meta["grade_id"], "lab8", "lab8")
+            for student in STUDENTS:
+                gb.add_student(student)
+                gb.add_submission("lab8", student)
+                for cell in written_cells(nb):
+                    gb.find_grade(cell.metadata.nbgrader.grade_id, "lab8", "lab8", student).needs_manual_grade = True
+            gb.db.commit()
+    finally:
+        os.environ["PATH"] = path
+    for student in STUDENTS:
+        theirs = nbformat.from_dict(json.loads(json.dumps(nb)))
+        for cell in written_cells(theirs):
+            cell.source = f"<b>answer of {student} to {cell.metadata.nbgrader.grade_id}</b>"
+        folder = root / "autograded" / student / "lab8"
+        folder.mkdir(parents=True)
+        nbformat.write(theirs, folder / "lab8.ipynb")
+    coursedir = CourseDirectory(root=str(root))
+    return coursedir, f"sqlite:///{root / 'gradebook.db'}"
+
+
+def test_the_questions_are_the_written_answers_with_their_rubrics(course):
+    coursedir, db = course
+    found = A.questions(coursedir, db)
+    assert [q.grade_id for q in found] == ["task7a_answer", "task7b_answer", "task7c_answer"]
+    assert all(q.rubric is not None and q.max_points == 2 for q in found)
+    assert found[0].name.startswith("Task 7: what the maps show")
+
+
+def test_answers_are_anonymous_and_shuffled_the_same_way_at_every_visit(course):
+    coursedir, db = course
+    first, second = A.questions(coursedir, db)[:2]
+    order = [a.student for a in A.answers(coursedir, db, first)]
+    assert sorted(order) == STUDENTS
+    assert order != STUDENTS and order != STUDENTS[::-1]                          # not by name
+    assert order == [a.student for a in A.answers(coursedir, db, first)]          # kept
+    assert order != [a.student for a in A.answers(coursedir, db, second)]         # per question
+    tokens = [a.token for a in A.answers(coursedir, db, first)]
+    assert len(set(tokens)) == len(STUDENTS) and not any(s in t for s in STUDENTS for t in tokens)
+    assert sorted(tokens) == sorted(a.token for a in A.answers(coursedir, db, second))   # per student
+    secret = Path(coursedir.root) / A.SECRET_FILE
+    assert secret.stat().st_mode & 0o077 == 0
+
+
+def test_applying_rubric_items_writes_the_gradebook_and_the_log(course):
+    coursedir, db = course
+    q = A.questions(coursedir, db)[2]                            # 7c: negative grading
+    answer = A.answers(coursedir, db, q)[0]
+    score, comment = chosen_score(q, ("no-control",), "See the control in 7a's maps.", "")
+    line = A.apply(coursedir, db, q, answer.student, score, comment, "ta1", items=("no-control",))
+    assert (line["score_before"], line["score_after"]) == (None, 1.0)
+    with Gradebook(db) as gb:
+        grade = gb.find_grade(q.grade_id, "lab8", "lab8", answer.student)
+        assert grade.manual_score == 1.0 and not grade.needs_manual_grade
+        text = gb.find_comment(q.grade_id, "lab8", "lab8", answer.student).manual_comment
+    assert text.startswith("- No control:") and text.endswith("(-1)\nSee the control in 7a's maps.")
+    log = Path(coursedir.root) / "reports" / "lab8" / "grading-log.jsonl"
+    assert json.loads(log.read_text().splitlines()[-1])["items"] == ["no-control"]
+    assert [a for a in A.answers(coursedir, db, q) if a.student == answer.student][0].graded
+    with pytest.raises(ValueError, match="a score from 0 to 2, not 3"):
+        A.apply(coursedir, db, q, answer.student, 3.0, None, "ta1")
+
+
+def test_a_form_with_nothing_chosen_says_what_it_expects(course):
+    coursedir, db = course
+    positive = A.questions(coursedir, db)[0]
+    with pytest.raises(ValueError, match="tick the rubric's items or type a score from 0 to 2"):
+        chosen_score(positive, (), "", "")
+    assert chosen_score(positive, (), "typed", "1.5") == (1.5, "typed")
+
+
+# ---- the pages, served by a Jupyter server beside formgrader --------------------------------
+
+@pytest.fixture(scope="module")
+def server(course):
+    """A Jupyter server in the course folder with formgrader and the grading pages, as an
+    instructor's server on the hub has them (without the hub: a token logs in)."""
+    import secrets
+    import socket
+    import subprocess
+    import time
+
+    import requests
+
+    coursedir, _ = course
+    root = Path(coursedir.root)
+    (root / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    extensions = {"nbgrader.server_extensions.formgrader": True,
+                  "attention_course_instructor.grading.by_question": True}
+    (root / ".jupyter").mkdir()
+    (root / ".jupyter" / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": extensions}}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"),
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter")})
+    session = requests.Session()
+    session.headers["Authorization"] = f"token {token}"
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            if process.poll() is not None:
+                raise RuntimeError((root / "server.log").read_text()[-3000:])
+            try:
+                if session.get(f"{url}/api/status", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError((root / "server.log").read_text()[-3000:])
+        yield url, session, token
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_rubric(course, server):
+    coursedir, db = course
+    url, session, _ = server
+    index = session.get(f"{url}/course-grading")
+    assert index.status_code == 200, index.text[-2000:]
+    assert "Task 7: what the maps show" in index.text and "of 12" in index.text
+    q = A.questions(coursedir, db)[1]                                       # 7b: positive
+    page = session.get(f"{url}/course-grading/{q.path}")
+    assert page.status_code == 200
+    assert not any(student in page.text.replace(f"answer of {student}", "") for student in STUDENTS)
+    assert "&lt;b&gt;answer of" in page.text and "<b>answer of" not in page.text     # text, not HTML
+    first = A.answers(coursedir, db, q)[0]
+    assert page.text.index(first.token) < page.text.index(A.answers(coursedir, db, q)[1].token)
+    xsrf = session.get(f"{url}/course-grading").cookies.get("_xsrf") or session.cookies.get("_xsrf")
+    done = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
+                        data={"item": ["states"], "note": "Good.", "_xsrf": xsrf},
+                        headers={"X-XSRFToken": xsrf})
+    assert done.status_code == 302, done.text[-2000:]
+    with Gradebook(db) as gb:
+        grade = gb.find_grade(q.grade_id, "lab8", "lab8", first.student)
+        assert grade.manual_score == 1
+    again = session.get(f"{url}/course-grading/{q.path}").text
+    assert "Graded: 1 of 2" in again
+    refused = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
+                           data={"item": ["made-up"], "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
+    assert refused.status_code == 400 and "no rubric item 'made-up'" in html.unescape(refused.text)
+    assert session.get(f"{url}/course-grading/lab8/lab8/task1_tests").status_code == 404
+
+
+WCAG = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 320])
+def test_axe_finds_nothing_on_the_grading_pages(course, server, browser, axe_script, width):
+    """axe-core (WCAG 2.1 A and AA) on the list of questions and on a question's page, at a
+    desktop width and at 320 px, where the page does not scroll sideways."""
+    coursedir, db = course
+    url, _, token = server
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        for path in ("course-grading", f"course-grading/{A.questions(coursedir, db)[0].path}"):
+            page.goto(f"{url}/{path}?token={token}", wait_until="networkidle")
+            page.add_script_tag(path=str(axe_script))
+            found = page.evaluate("(only) => axe.run(document, {runOnly: only})", WCAG)
+            assert [(v["id"], len(v["nodes"])) for v in found["violations"]] == [], path
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, path
+    finally:
+        page.close()
