@@ -418,7 +418,7 @@ def open_link_in_new_tab(context, page, name: str):
 
 
 @pytest.mark.browser
-def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded, browser):
+def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded, browser, axe_script):
     """An instructor grades a written question across the class from the grading page their
     START-HERE links to; a student asks, from their feedback page, for a regrade of the task they
     lost points on; the instructor resolves it; the gradebook, the student's regrade page and their
@@ -472,6 +472,7 @@ def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded
         page.wait_for_load_state("networkidle")
         assert page.get_by_role("status").inner_text().startswith("Sent")
         page.screenshot(path=str(shots / "hub-regrade-request.png"), full_page=True)
+        assert axe_violations(page, axe_script) == []
     finally:
         context.close()
     task = dict(p.split("=") for p in task.split("?", 1)[1].split("&"))["task"]
@@ -489,6 +490,7 @@ def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded
         said = page.get_by_role("status").inner_text()
         assert f"{before:g} -> {before + 1:g}" in said and "feedback generated and released again" in said, said
         page.screenshot(path=str(shots / "hub-regrade-resolved.png"), full_page=True)
+        assert axe_violations(page, axe_script) == []
     finally:
         context.close()
     assert manual_or_auto(course, inst, scores[student]["id"], task) == before + 1
@@ -502,6 +504,14 @@ def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded
     fetched = course.nbgrader_action(student, "fetch_feedback", "lab8")
     assert fetched["success"], fetched
     assert feedback.read_text() != first_feedback               # the same submission's, made again
+
+
+def axe_violations(page, axe_script) -> list:
+    """axe-core's WCAG 2.1 A and AA findings on the open page (as the grading pages' own test)."""
+    page.add_script_tag(path=str(axe_script))
+    found = page.evaluate("(only) => axe.run(document, {runOnly: only})",
+                          {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]})
+    return [(v["id"], len(v["nodes"])) for v in found["violations"]]
 
 
 def manual_score(hub, inst, submission_id, grade_id):
