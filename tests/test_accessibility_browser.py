@@ -53,9 +53,10 @@ SET_MODE = """(mode) => {
   document.documentElement.dataset.theme = mode;
   document.documentElement.dataset.mode = mode;
 }"""
-# every SVG <text> of a figure: its fill against what is under its centre (a filled shape, else
-# the figure's own background), by WCAG's contrast ratio; large text (>= 24 px) needs 3:1
-SVG_TEXT_CONTRAST = """() => {
+# every SVG <text> of a figure (of the page, or of one figure: ``root``): its fill against what is
+# under its centre (a filled shape, else the figure's own background), by WCAG's contrast ratio;
+# large text (>= 24 px) needs 3:1
+SVG_TEXT_CONTRAST = """(root) => {
   const rgb = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 4).map(Number);
   const lum = ([r, g, b]) => [r, g, b].map((c) => c / 255)
     .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4))
@@ -63,7 +64,8 @@ SVG_TEXT_CONTRAST = """() => {
   const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
                             return (x + 0.05) / (y + 0.05); };
   const failures = [];
-  for (const text of document.querySelectorAll(".course-fig svg text")) {
+  const texts = root ? root.querySelectorAll("svg text") : document.querySelectorAll(".course-fig svg text");
+  for (const text of texts) {
     const box = text.getBoundingClientRect();
     if (!text.textContent.trim() || box.width === 0) continue;
     const fill = rgb(getComputedStyle(text).fill);
@@ -80,9 +82,10 @@ SVG_TEXT_CONTRAST = """() => {
 }"""
 # every SVG <text> of a figure as rendered (its font size times the picture's scale): at least
 # 10 px at the desktop width; at 320 px (a 1280 px window zoomed to 400%, where one CSS pixel is
-# four screen pixels) at least 6.5
+# four screen pixels) at least 6.5 (``root``: one figure's only)
 MIN_TEXT_PX = {1280: 10, 320: 6.5}
-SVG_TEXT_SIZE = """(least) => [...document.querySelectorAll(".course-fig svg text")].flatMap((text) => {
+SVG_TEXT_SIZE = """(least, root) => [...(root ? root.querySelectorAll("svg text")
+                                      : document.querySelectorAll(".course-fig svg text"))].flatMap((text) => {
   const svg = text.ownerSVGElement, box = svg.viewBox.baseVal;
   if (!text.textContent.trim() || !box || !box.width || !svg.getBoundingClientRect().width) return [];
   const px = parseFloat(getComputedStyle(text).fontSize) * svg.getBoundingClientRect().width / box.width;
@@ -134,7 +137,8 @@ FIGURE_TEXT = """(figure) => {
 }"""
 # Each control of each figure moved through its states (a slider through up to STATES evenly
 # spaced values, a checkbox both ways, a list through its options), one control at a time, and
-# put back; in each state FIGURE_TEXT and the SVG text's contrast and size are checked, at every
+# put back; in each state the figure's FIGURE_TEXT, SVG text contrast and size and cut-off edges are
+# checked (that figure's only: the others do not change), at every
 # width and in both modes, and axe runs over the figure at the desktop width in light mode. (A
 # figure is the same light card in both modes, with colours of its own: axe's colour rules would
 # find in dark mode what they find in light; axe reads each page, figures as drawn, in all four.)
@@ -145,7 +149,10 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
   const textContrast = new Function(`return (${contrast})`)();
   const textSize = new Function(`return (${size})`)();
   const cut = new Function(`return (${cutOff})`)();
-  const settle = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+  // a figure redraws in its control's own handler (the toolkit keeps no timers), so what its
+  // handlers queue is run and the state is read without yielding to the browser's rendering: a
+  // paint, which none of the checks reads, costs up to half a second on the heaviest figures
+  const settle = () => Promise.resolve();
   const values = (c) => {
     if (c.type === "checkbox") return [!c.checked, c.checked];
     if (c.tagName === "SELECT") return [...c.options].map((o) => o.value);
@@ -159,13 +166,14 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
     if (c.type === "checkbox") c.checked = v; else c.value = v;
     c.dispatchEvent(new Event(c.type === "range" ? "input" : "change", { bubbles: true }));
   };
-  // what axe's rules can see change between states: the elements, their roles, ARIA names and
-  // colours (not the numbers or positions); axe runs once per look, not once per state
+  // what axe's rules can see change between states: the elements, their roles, whether they have
+  // an ARIA name, the colours of HTML text (not the numbers, the positions, the words of a name or
+  // the fill of SVG shapes, which no axe rule reads); axe runs once per look, not once per state
   const look = (figure) => [...figure.querySelectorAll("*")].map((e) => {
     const st = getComputedStyle(e);
     return [e.tagName, e.className.baseVal ?? e.className, e.getAttribute("role"),
-            e.getAttribute("aria-label"), e.disabled, st.color, st.backgroundColor, st.fill,
-            st.opacity, st.display, st.visibility].join(",");
+            Boolean((e.getAttribute("aria-label") || "").trim()), e.disabled, st.color,
+            st.backgroundColor, st.opacity, st.display, st.visibility].join(",");
   }).join(";");
   const axed = new Set();
   const found = [];
@@ -180,9 +188,9 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
         await settle();
         const where = `${title}, ${name} = ${value}`;
         found.push(...readable(figure).map((f) => `${where}: ${f}`));
-        found.push(...textContrast().map((f) => `${where}: ${f}`));
-        found.push(...textSize(least).map((f) => `${where}: ${f}`));
-        found.push(...cut().filter((f) => f.startsWith(title)).map((f) => `${where}: ${f}`));
+        found.push(...textContrast(figure).map((f) => `${where}: ${f}`));
+        found.push(...textSize(least, figure).map((f) => `${where}: ${f}`));
+        found.push(...cut(figure).map((f) => `${where}: ${f}`));
         const seen = only && look(figure);
         if (only && !axed.has(seen)) {
           axed.add(seen);
@@ -196,8 +204,8 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
 }"""
 OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 # anything inside a figure reaching past the figure's edge, where no box of the figure scrolls to
-# show it (Figure 8.14's table at 320 px)
-FIGURE_CUT_OFF = """() => [...document.querySelectorAll('.course-fig')].flatMap((figure) => {
+# show it (Figure 8.14's table at 320 px); ``root``: one figure only
+FIGURE_CUT_OFF = """(root) => [...(root ? [root] : document.querySelectorAll('.course-fig'))].flatMap((figure) => {
   const edge = figure.getBoundingClientRect();
   const title = figure.querySelector('.course-fig-title').textContent.split(':')[0];
   const cut = [...figure.querySelectorAll('*')].filter((e) => {
@@ -565,14 +573,14 @@ def test_each_check_fails_on_a_planted_fault(visit, site, check):
 PLANT_IN_A_STATE = {
     # the slider's read-out goes wrong past its first value, as an index would be announced
     "announced value": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
-        s.addEventListener('input', () => setTimeout(() => s.setAttribute('aria-valuetext', s.value))); }""",
+        s.addEventListener('input', () => queueMicrotask(() => s.setAttribute('aria-valuetext', s.value))); }""",
     # unticking the checkbox turns the read-out's text pale
     "contrast": """() => { const c = document.querySelector('.caption-maps-fig [data-control=relative]');
         c.addEventListener('change', () => document.querySelectorAll('.caption-maps-fig svg text, '
           + '.caption-maps-fig p').forEach((e) => { e.style.color = c.checked ? '' : '#bbb'; })); }""",
     # a later word loses the picture's text equivalent
     "text equivalent": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
-        s.addEventListener('input', () => setTimeout(() => document.querySelector(
+        s.addEventListener('input', () => queueMicrotask(() => document.querySelector(
           '.caption-maps-fig svg').removeAttribute('aria-describedby'))); }""",
 }
 

@@ -7,7 +7,7 @@ import torch
 
 from attention_course.data import (EOS, PAD, covering_strips, decode_tokens, load_digit_pools,
                                    make_strips)
-from attention_course.data.strips import StripStyle, encode_targets
+from attention_course.data.strips import StripStyle, bundled_digits, encode_targets
 
 
 def test_shapes_mask_and_targets():
@@ -60,6 +60,16 @@ def test_pools_are_disjoint_by_image():
     flat = {k: {v.tobytes() for v in pools.images[k]} for k in pools.images}
     # a few digits in load_digits are exact duplicates; the split is by index, so allow those
     assert len(flat["train"] & flat["test"]) <= 2
+
+
+def test_the_bundled_digits_are_scikit_learns_load_digits():
+    """Read from scikit-learn's own file, as load_digits reads it: the same images and labels."""
+    from sklearn.datasets import load_digits
+
+    pixels, targets = bundled_digits()
+    digits = load_digits()
+    assert pixels.shape == (1797, 8, 8) and pixels.dtype == digits.images.dtype
+    assert np.array_equal(pixels, digits.images) and np.array_equal(targets, digits.target)
 
 
 @pytest.mark.parametrize("bad", [0, [], [3, 0]])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -91,20 +92,37 @@ class StripBatch:
         return len(self.texts)
 
 
-@lru_cache(maxsize=4)
-def load_digit_pools(seed: int = 0) -> DigitPools:
-    """Split scikit-learn's 1797 digit images into train/validation/test pools by image."""
+def bundled_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 1797 digit images (n, 8, 8), values 0-16, and their labels (n,), read from
+    the file scikit-learn ships (``datasets/data/digits.csv.gz``) as its ``load_digits`` reads
+    it, without importing scikit-learn: that import takes about a second, in every process that
+    draws a strip (each grading kernel among them). Where the file is not found, ``load_digits``."""
+    from importlib.util import find_spec
+
+    spec = find_spec("sklearn")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            table = np.loadtxt(path, delimiter=",")                # (n, 65): 64 pixels, label
+            return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
     from sklearn.datasets import load_digits
 
     digits = load_digits()
-    images = (digits.images / 16.0).astype(np.float32)           # (n, 8, 8) in [0, 1]
+    return digits.images, digits.target
+
+
+@lru_cache(maxsize=4)
+def load_digit_pools(seed: int = 0) -> DigitPools:
+    """Split scikit-learn's 1797 digit images into train/validation/test pools by image."""
+    pixels, targets = bundled_digits()
+    images = (pixels / 16.0).astype(np.float32)                  # (n, 8, 8) in [0, 1]
     order = np.random.default_rng(seed).permutation(len(images))
     n_train = int(POOL_FRACTIONS[0] * len(images))
     n_val = int(POOL_FRACTIONS[1] * len(images))
     parts = {"train": order[:n_train], "val": order[n_train:n_train + n_val],
              "test": order[n_train + n_val:]}
     return DigitPools(images={k: images[v] for k, v in parts.items()},
-                      labels={k: digits.target[v] for k, v in parts.items()})
+                      labels={k: targets[v] for k, v in parts.items()})
 
 
 def _draw_strip(rng, images, labels, length, style, rolled, chosen=None):
