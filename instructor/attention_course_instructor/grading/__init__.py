@@ -15,6 +15,8 @@
   at collection (selected in the course's ``nbgrader_config.py``);
 - :mod:`~attention_course_instructor.grading.hardened` -- the hardened grader, by stage: assemble, probe,
   run (kernel, sandbox), score, record;
+- :mod:`~attention_course_instructor.grading.student_code` -- a student's code parsed on the grader's
+  side, never raising and safe from CPython 3.11's shared AST state;
 - :mod:`~attention_course_instructor.grading.similarity` -- a class's similarity report: every
   submission's answers against the others' and the course's readable code (copydetect);
 - :mod:`~attention_course_instructor.grading.lms_export` -- ``nbgrader export`` plugins writing the

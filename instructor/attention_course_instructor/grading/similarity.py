@@ -47,6 +47,7 @@ import nbformat
 import numpy as np
 
 from attention_course_instructor import paths
+from attention_course_instructor.grading import student_code
 from attention_course_instructor.grading.notebook import is_solution
 
 THRESHOLD = 0.5
@@ -101,9 +102,8 @@ class _DropNoOps(ast.NodeTransformer):
 def normalised(code: str) -> str:
     """``code`` as the report compares it: without comments, layout or statements that do nothing;
     as written when it does not parse."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = student_code.parse(code)
+    if tree is None:
         return code
     return ast.unparse(ast.fix_missing_locations(_DropNoOps().visit(tree)))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 
+from attention_course_instructor.grading import student_code
 from attention_course_instructor.grading.checks import Lab, check_seed
 from attention_course_instructor.grading.hardened.probes import prelude, probe_cell, visible_cell
 from attention_course_instructor.grading.notebook import (Matching, grade_id, is_autograded_test, is_grade,
@@ -163,9 +164,8 @@ def _differences(cell, theirs, tampered: list) -> list[str]:
 def answer_imports(cell_source: str) -> list[str]:
     """Modules and names an answer cell imports (``module`` or ``module.name``); unparsable cells
     give nothing (they fail when run)."""
-    try:
-        tree = ast.parse(cell_source)
-    except SyntaxError:
+    tree = student_code.parse(cell_source)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -196,7 +196,5 @@ def import_notes(source: nbformat.NotebookNode, sources: list, roles: list, lab:
 
 
 def _defined_functions(code: str) -> list[str]:
-    try:
-        return [n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)]
-    except SyntaxError:
-        return []
+    tree = student_code.parse(code)
+    return [] if tree is None else [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
