@@ -250,3 +250,30 @@ def test_a_failed_build_says_which_page_broke_and_why(tmp_path):
     assert "broken" in message.splitlines()[0]                 # the page, in the summary line
     assert "ValueError: the page's own reason" in message      # the cell's traceback
     assert "\x1b[" not in message
+
+
+
+def test_a_page_worker_ends_on_sigterm_whatever_the_executor_left_behind(monkeypatch, tmp_path):
+    """The suite once hung for good leaving the pages' pool: its terminate's SIGTERM ended one
+    worker (holding the pool's queue lock) while the others, their SIGTERM caught, waited on it."""
+    import signal
+
+    import jupyter_cache.executors.utils as executors
+
+    from attention_course_instructor.book import build
+
+    class Done:
+        err, time = None, 0.0
+
+    def leaves_a_handler(nb, **kwargs):
+        signal.signal(signal.SIGTERM, lambda *args: None)        # as nbclient's loop handler does
+        return Done()
+
+    page = tmp_path / "page.ipynb"
+    page.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    monkeypatch.setattr(executors, "single_nb_execution", leaves_a_handler)
+    try:
+        assert build._execute_one(str(page), 30)[3] == ""
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -37,6 +37,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -405,8 +406,15 @@ def _execute_one(path: str, timeout: int) -> tuple[str, dict | None, float, str]
 
     nb = (myst_nb_reader_plugin(path) if path.endswith(".md")
           else nbformat.read(path, as_version=nbformat.NO_CONVERT))
-    result = single_nb_execution(nb, cwd=str(Path(path).parent), allow_errors=False,
-                                 timeout=timeout, meta_override=True)
+    try:
+        result = single_nb_execution(nb, cwd=str(Path(path).parent), allow_errors=False,
+                                     timeout=timeout, meta_override=True)
+    finally:
+        # nbclient catches SIGTERM and SIGINT while a kernel runs; a worker left with SIGTERM
+        # caught outlives the pool's terminate, and the suite once hung in Pool.__exit__ on two
+        # such workers waiting for the queue's lock that a third, terminated, held
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if result.err is not None:
         return path, None, result.time, type(result.err).__name__
     return path, nb, result.time, ""
@@ -465,7 +473,7 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
     threads = _threads_per_page(min(jobs, len(todo)))
     with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), initializer=_as_the_book,
                                                    initargs=(threads,)) as pool:
-        for path, nb, took, error in pool.imap_unordered(_run_page, [(p, timeout) for p in todo]):
+        for path, nb, took, error in _every_result(pool, _run_page, [(p, timeout) for p in todo]):
             name = Path(path).relative_to(ROOT)
             if nb is None:
                 print(f"  {name}: {error} after {took:.0f} s (the build runs it again)", flush=True)
@@ -475,6 +483,14 @@ def execute_pages(pages: list[Path], jobs: int | None = None) -> dict[str, float
             seconds[str(name)] = round(took, 1)
             print(f"  {name}: {took:.0f} s", flush=True)
     return seconds
+
+
+def _every_result(pool, function, jobs: list):
+    """``function`` of each job, as each comes; then the workers are let finish (close and join)
+    before the pool is left, so that leaving it never has to terminate a worker still there."""
+    yield from pool.imap_unordered(function, jobs)
+    pool.close()
+    pool.join()
 
 
 def _threads_per_page(at_once: int) -> int:
