@@ -103,6 +103,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) -m benchmarks.lab8_notebook_timing
 	$(PY) -m benchmarks.lab12
 	$(PY) -m benchmarks.lab12_variants
+	$(PY) -m benchmarks.lab12_ngrams
 	$(PY) -m attention_course_instructor.book.build && $(PY) -m benchmarks.figure_toolkit_cost
 	$(PY) -m benchmarks.grading_throughput
 	$(PY) -m benchmarks.shared_machine

@@ -1,7 +1,8 @@
 """What was tried for Lab 12's model: the lab's recipe (and any change from it listed in
 ``VARIANTS``), each trained as the notebook trains (the lab's reference functions, the course's one training loop) on
 three seeds, scored in bits per character on the validation and test splits, and compared on test
-with the best character n-gram (interpolated Kneser-Ney, order and discount chosen on validation).
+with the best n-gram as the lab chooses it: the better on validation of the best character and the
+best token model (interpolated Kneser-Ney with one discount, order and discount chosen on validation).
 
     python -m benchmarks.lab12_variants        # about 10 minutes on 2 cores
 

@@ -11,7 +11,8 @@ import torch
 from attention_course.data.python_docs import CORPUS, MADE_WITH, SHINGLE, load_topics, split_topics
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course.tasks.fitting import fit
-from attention_course.tasks.ngram_baselines import (UNSEEN_FLOOR, KneserNey, best_kneser_ney, run_hashes,
+from attention_course.tasks.ngram_baselines import (MODIFIED, MODIFIED_FALLBACK, UNSEEN_FLOOR, KneserNey,
+                                                    best_kneser_ney, modified_discounts, run_hashes,
                                                     substring_hashes, symbol_codes)
 
 BYTE_LEVEL_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
@@ -117,6 +118,75 @@ def test_one_fit_scores_every_lower_order_and_discount_as_its_own_fit(splits):
     grid = KneserNey(train, 6, 0.9).grid_bpc(val, [1, 3, 6], [0.5, 0.9])
     for (order, discount), bpc in grid.items():
         assert bpc == pytest.approx(KneserNey(train, order, discount).text_bpc(val), abs=1e-9)
+
+
+def reference_modified_kneser_ney(train: str, order: int, alphabet: int = 256):
+    """Modified Kneser-Ney written from its definition (Chen and Goodman 1998, interpolated), with
+    dictionaries and recursion: P(char | context), for checking the array version on small texts."""
+    from collections import Counter
+
+    raw = {k: Counter(train[i:i + k] for i in range(len(train) - k + 1)) for k in range(1, order + 1)}
+    continuation = {k: Counter(g[1:] for g in raw[k + 1]) for k in range(1, order)}
+
+    def discounts(counts):
+        n1, n2, n3, n4 = (sum(1 for c in counts.values() if c == i) for i in (1, 2, 3, 4))
+        y = n1 / (n1 + 2 * n2)
+        return {1: 1 - 2 * y * n2 / n1, 2: 2 - 3 * y * n3 / n2, 3: 3 - 4 * y * n4 / n3}
+
+    table = {("raw", k): (raw[k], discounts(raw[k])) for k in range(1, order + 1)}
+    table |= {("continuation", k): (continuation[k], discounts(continuation[k])) for k in range(1, order)}
+
+    def prob(char, context, k, kind):
+        counts, d = table[kind, k]
+        if k == 1:
+            return (1 - UNSEEN_FLOOR) * counts[char] / sum(counts.values()) + UNSEEN_FLOOR / alphabet
+        before = context[len(context) - (k - 1):]
+        after = {g[-1]: c for g, c in counts.items() if g[:-1] == before}
+        lower = prob(char, context, k - 1, "continuation")
+        if not any(raw[k][before + a] for a in after) or not after:
+            return lower
+        total = sum(after.values())
+        left = sum(d[min(c, 3)] for c in after.values())
+        c = after.get(char, 0)
+        return (c - (d[min(c, 3)] if c else 0) + left * lower) / total
+
+    return lambda char, context: prob(char, context, order, "raw")
+
+
+def test_modified_kneser_ney_scores_as_its_definition(splits):
+    train, val = splits["train"].text[:6_000], splits["val"].text[:300]
+    for order in (2, 3):
+        model, reference = KneserNey(train, order, MODIFIED), reference_modified_kneser_ney(train, order)
+        assert all(MODIFIED_FALLBACK not in d for d in model.seen_discounts[1:] + model.continued_discounts[1:])
+        bits = model.bits(val)
+        for i in range(order - 1, len(val)):
+            expected = reference(val[i], val[i - order + 1:i])
+            assert 2.0 ** -bits[i] == pytest.approx(expected, rel=1e-9), (order, i)
+
+
+def test_modified_kneser_ney_is_a_distribution_and_one_fit_scores_both_ways(splits):
+    train, val = splits["train"].text[:60_000], splits["val"].text[:5_000]
+    model = KneserNey(train, 5, 0.9, modified=True)
+    symbols = sorted(set(range(256)) | {ord(c) for c in train})       # the docs hold a few past 255
+    for context in ("def ", "the a", "zq"):
+        for d in (0.9, MODIFIED):
+            total = sum(2.0 ** -model.bits(context + chr(c), 5, d)[-1] for c in symbols)
+            # the floor gives each of the symbols past the alphabet of 256 a share it did not count
+            assert total == pytest.approx(1.0, abs=UNSEEN_FLOOR), (context, d)
+    grid = model.grid_bpc(val, [2, 5], [0.9, MODIFIED])
+    assert grid[5, 0.9] == pytest.approx(KneserNey(train, 5, 0.9).text_bpc(val), abs=1e-9)
+    assert grid[5, MODIFIED] == pytest.approx(KneserNey(train, 5, MODIFIED).text_bpc(val), abs=1e-9)
+    assert grid[5, MODIFIED] != grid[5, 0.9]
+    with pytest.raises(ValueError, match="modified=True"):
+        KneserNey(train, 3, 0.9).text_bpc(val, 3, MODIFIED)
+
+
+def test_modified_discounts_follow_the_counts_of_counts():
+    counts = np.array([1] * 40 + [2] * 10 + [3] * 5 + [4] * 2 + [9])       # n1..n4 = 40, 10, 5, 2
+    y = 40 / (40 + 2 * 10)
+    assert modified_discounts(counts) == pytest.approx((1 - 2 * y * 10 / 40, 2 - 3 * y * 5 / 10,
+                                                        3 - 4 * y * 2 / 5))
+    assert modified_discounts(np.array([1, 1, 2, 3])) == (MODIFIED_FALLBACK,) * 3   # no count of 4
 
 
 def test_token_ids_are_scored_as_characters_are():

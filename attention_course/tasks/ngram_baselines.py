@@ -1,4 +1,5 @@
-"""Lab 12's n-gram baselines: interpolated Kneser-Ney, counted once, scored at any order and discount.
+"""Lab 12's n-gram baselines: interpolated Kneser-Ney, counted once, scored at any order and discount,
+with one discount or with modified Kneser-Ney's three.
 
 :class:`KneserNey` gives every symbol the probability ``nltk.lm.KneserNeyInterpolated`` gives it
 (one absolute discount, raw counts at the highest order, continuation counts below it, the
@@ -8,6 +9,13 @@ n-grams of every length are counted once, as 64-bit hashes of the substrings sor
 and a whole text is scored level by level as array operations. One fitted model scores every order
 up to the one it was fitted with and every discount, which makes a grid search cheap
 (:func:`best_kneser_ney`).
+
+**Modified** Kneser-Ney (Chen and Goodman, 1998; the ``discount`` ``"modified"``) discounts an
+n-gram seen once, twice, or three times or more by its own amount, set at every level from that
+level's counts of counts (n_i n-grams seen exactly i times): Y = n_1 / (n_1 + 2 n_2) and
+D_i = i - (i + 1) Y n_(i+1) / n_i; the weight left for the shorter context is what the discounts
+took. A model fitted with ``modified=True`` scores both ways. Where a text is too small for some
+n_i to be non-zero, that level falls back to one discount, :data:`MODIFIED_FALLBACK`.
 
 Symbols are the characters of a string, or the ids of a token sequence (a list, array or tensor of
 ints), so the same code is Lab 12's character baseline and the benchmark's token-level model. One
@@ -22,6 +30,23 @@ UNSEEN_FLOOR = 1e-6
 HASH_BASE = np.uint64(0x9E3779B97F4A7C15)        # odd: the map from strings to hashes mixes well
 ORDERS_AT_LEAST = 10                             # the grid of best_kneser_ney reaches this order
 DISCOUNTS = (0.5, 0.7, 0.8, 0.9, 0.95)
+MODIFIED = "modified"                            # the discount that asks for modified Kneser-Ney
+MODIFIED_FALLBACK = 0.9
+
+
+def modified_discounts(counts: np.ndarray) -> tuple[float, float, float]:
+    """Modified Kneser-Ney's discounts (D_1, D_2, D_3+) for n-grams with these counts (or
+    continuation counts), estimated from the counts of counts."""
+    n = [int(np.count_nonzero(counts == i)) for i in (1, 2, 3, 4)]
+    if min(n) == 0:
+        return (MODIFIED_FALLBACK,) * 3
+    y = n[0] / (n[0] + 2 * n[1])
+    return tuple(float(np.clip(i - (i + 1) * y * n[i] / n[i - 1], 0.0, i)) for i in (1, 2, 3))
+
+
+def _by_context(context: np.ndarray, counts: np.ndarray) -> tuple["_Counts", "_Counts", "_Counts"]:
+    """For each context: how many of the n-grams after it have count 1, 2, and 3 or more."""
+    return tuple(_Counts(context[chosen]) for chosen in (counts == 1, counts == 2, counts >= 3))
 
 
 def symbol_codes(symbols) -> np.ndarray:
@@ -79,15 +104,20 @@ class _Counts:
 class KneserNey:
     """Interpolated Kneser-Ney over the symbols of ``train``, contexts of up to ``order - 1``.
 
-    ``bits`` and ``text_bpc`` score at the fitted order and discount unless given lower ones."""
+    ``bits`` and ``text_bpc`` score at the fitted order and discount unless given lower ones; a
+    discount is a number in (0, 1), or ``"modified"`` for a model fitted with ``modified=True``
+    (which a ``"modified"`` discount implies)."""
 
-    def __init__(self, train, order: int, discount: float = 0.9, alphabet: int = 256):
-        if order < 1 or not 0 < discount < 1:
-            raise ValueError(f"need order >= 1 and 0 < discount < 1, got {order} and {discount}")
+    def __init__(self, train, order: int, discount: float | str = 0.9, alphabet: int = 256,
+                 modified: bool = False):
+        modified = modified or discount == MODIFIED
+        if order < 1 or not (discount == MODIFIED or 0 < discount < 1):
+            raise ValueError(f"need order >= 1 and 0 < discount < 1 (or {MODIFIED!r}), "
+                             f"got {order} and {discount!r}")
         codes = symbol_codes(train)
         if len(codes) <= order:
             raise ValueError(f"the training text must be longer than the order {order}")
-        self.order, self.discount, self.alphabet = order, discount, alphabet
+        self.order, self.discount, self.alphabet, self.modified = order, discount, alphabet, modified
         hashes = [None, *substring_hashes(codes, order)]          # hashes[k]: the k-grams
         n = len(codes)
         self.gram = [None]          # gram[k]: raw count of each k-gram
@@ -95,6 +125,10 @@ class KneserNey:
         self.followers = [None]     # followers[k]: distinct symbols seen after each context
         self.continued = [None]     # continued[k]: distinct symbols seen before each k-gram
         self.continued_total = [None]   # ... summed over the symbols after each context
+        # modified only: per context, the k-grams after it seen once, twice, 3+ times (raw counts,
+        # and continuation counts), and each level's three discounts for both
+        self.seen_split, self.continued_split = [None], [None]
+        self.seen_discounts, self.continued_discounts = [None], [None]
         # each k-gram once: its hash, where it first occurs, how often it occurs
         distinct = [None] + [np.unique(h, return_index=True, return_counts=True) for h in hashes[1:]]
         for k in range(1, order + 1):
@@ -103,15 +137,24 @@ class KneserNey:
             self.gram.append(_Counts.of(grams, often))
             self.total.append(_Counts(hashes[k - 1][:n - k + 1]) if k > 1 else n)
             self.followers.append(_Counts(context))
+            if modified:
+                self.seen_split.append(_by_context(context, often))
+                self.seen_discounts.append(modified_discounts(often))
             if k < order:           # continuation counts come from the (k + 1)-grams
                 longer, where, _ = distinct[k + 1]
-                self.continued.append(_Counts(hashes[k][where + 1]))
                 middle = hashes[k - 1][where + 1] if k > 1 else np.zeros(len(longer), np.uint64)
+                kgrams, at, continuation = np.unique(hashes[k][where + 1], return_index=True,
+                                                     return_counts=True)
+                self.continued.append(_Counts.of(kgrams, continuation))
                 self.continued_total.append(_Counts(middle))
+                if modified:
+                    self.continued_split.append(_by_context(middle[at], continuation))
+                    self.continued_discounts.append(modified_discounts(continuation))
 
-    def _levels(self, codes: np.ndarray, top: int) -> list[dict]:
+    def _levels(self, codes: np.ndarray, top: int, modified: bool = False) -> list[dict]:
         """Per level k <= top and per position i of ``codes``: the counts that predict codes[i]
-        from the k - 1 symbols before it (zeros where the text has fewer)."""
+        from the k - 1 symbols before it (zeros where the text has fewer); with ``modified``, the
+        splits of the context's followers by count too."""
         m, levels = len(codes), [None]
         hashes = [None, *substring_hashes(codes, top)]
         for k in range(1, top + 1):
@@ -123,6 +166,12 @@ class KneserNey:
             if k < self.order:
                 row["continued"] = self.continued[k][grams]
                 row["continued_total"] = self.continued_total[k][context]
+            if modified and k > 1:
+                for i, split in enumerate(self.seen_split[k]):
+                    row[f"seen_{i + 1}"] = split[context]
+                if k < self.order:
+                    for i, split in enumerate(self.continued_split[k]):
+                        row[f"continued_{i + 1}"] = split[context]
             levels.append({name: np.concatenate([pad, value]) for name, value in row.items()})
         return levels
 
@@ -135,34 +184,50 @@ class KneserNey:
             if k == 1:
                 top = row["count"] / row["total"]
             else:
-                top = self._step(row["count"], row["total"], row["followers"], p, discount)
+                top = self._step(row, "count", "total", "seen", p, self._discounts(k, "seen", discount))
             if k in orders:
                 yield k, ((1 - UNSEEN_FLOOR) * top + floor if k == 1 else top)
             if k < self.order:
                 if k == 1:
                     p = (1 - UNSEEN_FLOOR) * row["continued"] / row["continued_total"] + floor
                 else:
-                    p = self._step(row["continued"], row["continued_total"], row["followers"], p,
-                                   discount)
+                    p = self._step(row, "continued", "continued_total", "continued", p,
+                                   self._discounts(k, "continued", discount))
+
+    def _discounts(self, k: int, counts: str, discount) -> tuple[float, float, float]:
+        """Level k's discounts of n-grams seen once, twice, 3+ times (``counts``: seen or continued)."""
+        if discount != MODIFIED:
+            return (discount,) * 3
+        return (self.seen_discounts if counts == "seen" else self.continued_discounts)[k]
 
     @staticmethod
-    def _step(count, total, followers, lower, discount):
-        """One level of interpolation; where the context was never seen, the lower level."""
+    def _step(row: dict, count: str, total: str, split: str, lower, discounts):
+        """One level of interpolation; where the context was never seen, the lower level. One
+        discount for all counts, or (modified) one each for counts 1, 2 and 3+."""
+        count, total, followers = row[count], row[total], row["followers"]
         seen = (followers > 0) & (total > 0)
         safe = np.where(seen, total, 1.0)
-        mixed = (np.maximum(count - discount, 0) + discount * followers * lower) / safe
+        d1, d2, d3 = discounts
+        if d1 == d2 == d3:
+            taken, left = np.minimum(count, d1), d1 * followers
+        else:
+            taken = np.where(count >= 3, d3, np.where(count == 2, d2, np.where(count == 1, d1, 0.0)))
+            left = d1 * row[f"{split}_1"] + d2 * row[f"{split}_2"] + d3 * row[f"{split}_3"]
+        mixed = (count - taken + left * lower) / safe
         return np.where(seen, mixed, lower)
 
-    def _check(self, order):
+    def _check(self, order, discounts=()):
         if not 1 <= order <= self.order:
             raise ValueError(f"this model was fitted up to order {self.order}, asked for {order}")
+        if MODIFIED in discounts and not self.modified:
+            raise ValueError(f"a {MODIFIED!r} discount needs a model fitted with modified=True")
 
     def bits(self, text, order: int | None = None, discount: float | None = None) -> np.ndarray:
         """-log2 P of every symbol of ``text`` given the ones before it in ``text`` (an array)."""
         order = self.order if order is None else order
         discount = self.discount if discount is None else discount
-        self._check(order)
-        levels = self._levels(symbol_codes(text), order)
+        self._check(order, [discount])
+        levels = self._levels(symbol_codes(text), order, discount == MODIFIED)
         (_, p), = self._orders(levels, [order], discount)
         return -np.log2(p)
 
@@ -170,8 +235,8 @@ class KneserNey:
         """Mean bits per symbol of ``text`` at every order and discount: {(order, discount): bpc}."""
         orders = sorted(orders)
         for order in orders:
-            self._check(order)
-        levels = self._levels(symbol_codes(text), orders[-1])
+            self._check(order, discounts)
+        levels = self._levels(symbol_codes(text), orders[-1], MODIFIED in discounts)
         return {(order, d): float(-np.log2(p).mean()) for d in discounts
                 for order, p in self._orders(levels, orders, d)}
 
@@ -194,12 +259,15 @@ def best_kneser_ney(train, val, test=None, discounts=DISCOUNTS, at_least: int = 
     Returns ``{"table": [{order, discount, val_bpc}], "best": {order, discount, val_bpc,
     test_bpc}, "model": the fitted KneserNey}`` (``test_bpc`` only when ``test`` is given): the best
     on validation, scored once on test. For token ids, ``alphabet`` is the vocabulary's size.
+    ``discounts`` may hold ``"modified"``: modified Kneser-Ney is then one more column of the grid.
     """
     top = at_least + patience
+    modified = MODIFIED in discounts
     while True:
-        model = KneserNey(train, top, discounts[0], alphabet)
+        model = KneserNey(train, top, discounts[0], alphabet, modified=modified)
         scores = model.grid_bpc(val, range(1, top + 1), discounts)
-        table = [{"order": o, "discount": d, "val_bpc": v} for (o, d), v in sorted(scores.items())]
+        table = [{"order": o, "discount": d, "val_bpc": scores[o, d]}
+                 for o in range(1, top + 1) for d in discounts]
         best = min(table, key=lambda row: row["val_bpc"])
         if best["order"] + patience <= top:
             break
