@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -24,6 +25,16 @@ HUB = REPO / "deploy" / "hub"
 PREFIX = Path(os.environ.get("COURSE_HUB_PREFIX", "/opt/attention-course"))
 USER_ENV = PREFIX / "env"
 COURSE_ID = "attention-and-transformers"
+CREATED_MARK = "attention-course hub account"      # course.py's mark on the accounts it makes
+STOP_SECONDS = 90                                  # course.py gives the hub 60 s, then kills it
+
+
+def account_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def missing_requirements() -> str:
@@ -74,6 +85,7 @@ class Hub:
         self.submissions = self.tmp / "submissions"
         self.exchange_user = f"tx{secrets.token_hex(3)}"      # the submission service's account
         (self.tmp / "roster.json").write_text(json.dumps({"instructors": instructors, "students": students}))
+        self.roster = instructors + students      # the accounts course.py removes (an LTI hub's come later)
         self.port = free_ports()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "COURSE_ID": COURSE_ID, "COURSE_ROSTER": str(self.tmp / "roster.json"),
@@ -125,16 +137,32 @@ class Hub:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)       # course.py stops the hub, which stops
                                                               # users' servers and the proxy
-            try:
-                self.process.wait(timeout=30)
+            try:                                              # course.py kills a hub that has not
+                self.process.wait(timeout=STOP_SECONDS)       # stopped within its own 60 s
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        self._kill_what_runs_in(self.tmp / "state")           # a hub course.py left running (it did:
+                                                              # its accounts could not be removed)
         for name in self.instructors + self.students + [self.exchange_user]:   # own sessions
             subprocess.run(["pkill", "-KILL", "-u", name], check=False)
-        subprocess.run([sys.executable, str(HUB / "course.py"), "remove-users"], env=self.env, check=False,
-                       capture_output=True)
+        removed = subprocess.run([sys.executable, str(HUB / "course.py"), "remove-users"], env=self.env,
+                                 check=False, capture_output=True, text=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        left = [name for name in self.roster + [self.exchange_user]     # what course.py was told
+                if account_exists(name) and pwd.getpwnam(name).pw_gecos == CREATED_MARK]
+        if left and exc == (None, None, None):
+            raise RuntimeError(f"the hub's accounts outlived it: {left}\n{removed.stdout}{removed.stderr}")
+
+    @staticmethod
+    def _kill_what_runs_in(folder: Path) -> None:
+        """SIGKILL every process (and its group) whose working folder is ``folder``."""
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if Path(os.readlink(proc / "cwd")).resolve() == folder.resolve():
+                    os.killpg(os.getpgid(int(proc.name)), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
 
     # --- a user's view ---------------------------------------------------------------------------
     def login(self, name: str) -> requests.Session:

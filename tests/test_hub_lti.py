@@ -69,7 +69,8 @@ def lti_hub(tmp_path_factory):
     names = {who: username_for(base, sub) for who, (sub, _) in PEOPLE.items()}
     names |= {fault: username_for(base, f"fault-{fault}") for fault in [*FAULTS, "replay", "other-issuer"]}
     names |= {"demoted": username_for(base, "teacher-8"), "slow": username_for(base, "student-slow"),
-              "framed": username_for(base, "student-framed")}
+              "framed": username_for(base, "student-framed"),      # every launch's account: removed
+              "again": username_for(base, "student-ana-again")}   # at the end (one was left before)
     settings = folder / "platform.json"
     settings.write_text(json.dumps({"issuer": base, "client_id": CLIENT_ID, "deployment_id": "deployment-1",
                                     "authorize_url": f"{base}/auth", "jwks_endpoint": f"{base}/jwks",
