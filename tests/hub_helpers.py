@@ -25,7 +25,19 @@ HUB = REPO / "deploy" / "hub"
 PREFIX = Path(os.environ.get("COURSE_HUB_PREFIX", "/opt/attention-course"))
 USER_ENV = PREFIX / "env"
 COURSE_ID = "attention-and-transformers"
-CREATED_MARK = "attention-course hub account"      # course.py's mark on the accounts it makes
+
+
+def _course_script():
+    """``deploy/hub/course.py``, the hub's command, imported (it does no work at import)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("course_hub_command", HUB / "course.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CREATED_MARK = _course_script().CREATED_MARK        # the mark on the accounts course.py makes
 STOP_SECONDS = 90                                  # course.py gives the hub 60 s, then kills it
 
 
@@ -106,7 +118,7 @@ class Hub:
                 cwd=self.tmp, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
             self._wait_until_up()
         except BaseException:
-            self.__exit__(None, None, None)
+            self.__exit__(*sys.exc_info())                    # the start's error is the one raised
             raise
         return self
 

@@ -252,7 +252,6 @@ def test_a_failed_build_says_which_page_broke_and_why(tmp_path):
     assert "\x1b[" not in message
 
 
-
 def test_a_page_worker_ends_on_sigterm_whatever_the_executor_left_behind(monkeypatch, tmp_path):
     """The suite once hung for good leaving the pages' pool: its terminate's SIGTERM ended one
     worker (holding the pool's queue lock) while the others, their SIGTERM caught, waited on it."""

@@ -31,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(hub_helpers.HUB))
 from lti13_login import username_for  # noqa: E402
 
+account_exists = hub_helpers.account_exists
+
 CLIENT_ID = "course-hub"
 PEOPLE = {"instructor": ("teacher-7", "Instructor"), "ana": ("student-7a", "Learner"),
           "ben": ("student-7b", "Learner")}
@@ -42,14 +44,6 @@ FAULTS = {"expired": "expired", "wrong-key": "Signature verification failed",
           "other-course": "comes from the LMS course 'course-2'",
           "azp": "is not the course hub's client id",
           "elsewhere": "not the course hub at"}
-
-
-def account_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 @pytest.fixture(scope="module")
