@@ -1,14 +1,24 @@
-"""What was tried for Lab 12's model: the lab's recipe (and any change from it listed in
-``VARIANTS``), each trained as the notebook trains (the lab's reference functions, the course's one training loop) on
-three seeds, scored in bits per character on the validation and test splits, and compared on test
-with the best n-gram as the lab chooses it: the better on validation of the best character and the
-best token model (interpolated Kneser-Ney with one discount, order and discount chosen on validation).
+"""What was tried for Lab 12's model: the lab's recipe and the changes from it in ``VARIANTS``,
+each trained as the notebook trains (the lab's reference functions, the course's one training
+loop) on five seeds, scored in bits per character on the validation and test splits, and compared
+on test with the best n-gram as the lab chooses it: the best on validation of the character model
+(interpolated Kneser-Ney, one discount) and the token model (one discount or modified Kneser-Ney,
+three discounts from the counts), order and discount chosen on validation.
 
-    python -m benchmarks.lab12_variants        # about 10 minutes on 2 cores
+    python -m benchmarks.lab12_variants        # 3-7 minutes a run on 2 cores; 5 runs a row
 
-The interval is a 95% t-interval over the seeds for the model's test bits per character minus the
-n-gram's (negative: the model is better). Seconds are wall-clock training time with two torch
-threads. Writes ``benchmarks/results/lab12_variants.md`` and ``lab12_variants.json``.
+Test is scored topic by topic (each of its 33 topics from a cold start, as the lab's verdict
+scores it), so that the test text can be resampled: a row's margin is its mean over seeds of the
+model's test bits per character minus the n-gram's, and its 95% interval takes both kinds of noise,
+``t * sd_seeds / sqrt(seeds)`` and ``1.96 *`` the bootstrap's standard deviation over resampled
+topics, added in quadrature (negative: the model is better). The standard deviation over seeds of
+the recipe's test margin is the lab's ``SEED_SD`` (``attention_course.tasks.lm_verdict``).
+
+Runs are kept: a run already in ``lab12_variants.json`` with the same settings and seed is not
+trained again, and the file is written after each run, so the benchmark can be stopped and
+resumed, and rows added. Seconds are wall-clock training time with two torch threads, on a machine
+that was not always idle (the lab's own time, measured alone, is in ``lab12.md``). Writes
+``benchmarks/results/lab12_variants.md`` and ``lab12_variants.json``.
 """
 from __future__ import annotations
 
@@ -19,21 +29,34 @@ import statistics
 import time
 from dataclasses import replace
 
+import numpy as np
 import torch
 
 from attention_course.data.python_docs import MADE_WITH, split_topics
 from attention_course.seeds import generator
+from attention_course.tasks import lm_verdict
 from attention_course.tasks.fitting import fit
-from attention_course.tasks.ngram_baselines import best_kneser_ney
+from attention_course.tasks.ngram_baselines import DISCOUNTS, MODIFIED, best_kneser_ney
 from attention_course_instructor.grading.checks import reference_namespace
-from benchmarks.report import machine, markdown_table, write
+from benchmarks.report import RESULTS, machine, markdown_table, write
 
-SEEDS = (0, 1, 2)
-T_975 = {2: 4.303, 3: 3.182, 4: 2.776}          # Student's t, 97.5% quantile, by degrees of freedom
-# name -> what changes from the lab's recipe (LMConfig fields, or training settings)
+SEEDS = (0, 1, 2, 3, 4)
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447}   # Student's t, by freedom
+# name -> what changes from the lab's recipe (LMConfig fields, or training settings); run in order
 VARIANTS = {
     "the lab's recipe": {},
+    "a tenth of the text, a tenth of the steps": {"train_share": 0.1, "steps": 125},
+    "a tenth of the text, all the steps": {"train_share": 0.1},
+    "twice the steps": {"steps": 2500},
+    "512 merges, 1100 steps": {"merges": 512, "steps": 1100},
+    "512 merges": {"merges": 512},
 }
+# rows that show something other than a recipe (task 7d's equal passes against equal compute)
+# run on fewer seeds
+ROW_SEEDS = {"a tenth of the text, a tenth of the steps": (0, 1),
+             "a tenth of the text, all the steps": (0, 1)}
+TRAIN_SCORED = 160_000      # characters of its own training text each model is also scored on
+SAVED = RESULTS / "lab12_variants.json"
 
 
 def settings_of(ref, change: dict) -> dict:
@@ -46,7 +69,7 @@ def train(ref, ids, settings: dict, seed: int):
     """The notebook's ``train_lm``, with the settings given and the seed."""
     fields = {k: v for k, v in settings.items() if k in ref.LMConfig.__dataclass_fields__}
     config = replace(ref.LMConfig(), vocab=256 + settings["merges"], **fields)
-    tokens = ids["train"]
+    tokens = ids["train"][:round(settings.get("train_share", 1.0) * len(ids["train"]))]
     torch.manual_seed(seed)
     model = ref.TinyLM(config)
     windows = generator(seed, "text-windows")
@@ -67,49 +90,111 @@ def train(ref, ids, settings: dict, seed: int):
     return model, time.perf_counter() - began
 
 
-def interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean and 95% t-interval of ``values``."""
+def interval(values: list[float], topic_sd: float) -> tuple[float, float, float]:
+    """Mean of ``values`` (one margin per seed) and its 95% interval over seeds and test topics."""
     mean = statistics.fmean(values)
-    half = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
+    seeds = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
+    half = math.hypot(seeds, lm_verdict.Z_95 * topic_sd)
     return mean, mean - half, mean + half
 
 
-def measure() -> dict:
+def topic_bits(score, topics: list[str]) -> list[float]:
+    """Bits of each topic, scored from a cold start: ``score(text)`` gives bits per character."""
+    return [score(text) * len(text) for text in topics]
+
+
+def best_ngram(ref, splits, merges, vocab: int, tokens: dict) -> dict:
+    """The n-gram the lab compares with: the better on validation of the best character model (one
+    discount) and the best token model (one discount or modified); with its bits per test topic."""
+    def fitted(kind, train, val, discounts, alphabet, encode):
+        found = best_kneser_ney(train, val, discounts=discounts, alphabet=alphabet)
+        best, counts = found["best"], found["model"]
+
+        def bpc(text):
+            return float(counts.bits(encode(text), best["order"], best["discount"]).sum()) / len(text)
+        return {"kind": kind, "order": best["order"], "discount": best["discount"],
+                "val_bpc": bpc(splits["val"].text), "score": bpc}
+
+    candidates = [
+        fitted("characters", splits["train"].text, splits["val"].text, DISCOUNTS, 256, lambda t: t),
+        fitted("tokens", tokens["train"].tolist(), tokens["val"].tolist(), (*DISCOUNTS, MODIFIED),
+               vocab, lambda t: ref.bpe_encode(t, merges))]
+    best = min(candidates, key=lambda c: c["val_bpc"])
+    score = best.pop("score")
+    best["topic_bits"] = topic_bits(score, splits["test"].topic_texts())
+    best["test_bpc"] = sum(best["topic_bits"]) / len(splits["test"])
+    best["others"] = [{k: c[k] for k in ("kind", "order", "discount", "val_bpc")}
+                      for c in candidates if c is not best]
+    return best
+
+
+def saved_runs() -> dict:
+    """(settings as JSON, seed) -> a run already measured, from the committed results."""
+    if not SAVED.exists():
+        return {}
+    old = json.loads(SAVED.read_text())
+    return {(json.dumps(row["settings"], sort_keys=True), run["seed"]): run
+            for row in old.get("rows", {}).values() if "settings" in row for run in row["runs"]}
+
+
+def measure(stop_after: int | None = None) -> dict:
     torch.set_num_threads(2)
     ref, splits = reference_namespace("lab12"), split_topics()
     chars = {name: len(part) for name, part in splits.items()}
-    ngram = best_kneser_ney(splits["train"].text, splits["val"].text, splits["test"].text)["best"]
-    ngram["kind"] = "characters"
-    encoded = {}
-    rows = {}
+    topics = splits["test"].topic_texts()
+    kept, encoded, rows, trained = saved_runs(), {}, {}, 0
+    results = {"machine": f"{machine()}, Python {platform.python_version()}", "text": MADE_WITH,
+               "sizes": chars, "seeds": list(SEEDS), "rows": rows, "topics": [len(t) for t in topics],
+               "recipe": settings_of(ref, {}) | {"config": vars(ref.LMConfig())}}
     for name, change in VARIANTS.items():
         settings = settings_of(ref, change)
         if settings["merges"] not in encoded:
             merges = ref.learn_bpe(splits["train"].text, settings["merges"])
-            encoded[settings["merges"]] = {n: torch.tensor(ref.bpe_encode(p.text, merges))
-                                           for n, p in splits.items()}
-        ids = encoded[settings["merges"]]
-        if not change:                  # the lab's tokens: the token n-gram it also compares with
-            tokens = best_kneser_ney(*(ids[n].tolist() for n in ("train", "val", "test")),
-                                     alphabet=256 + settings["merges"])["best"]
-            per_char = {n: len(ids[n]) / chars[n] for n in ("val", "test")}
-            tokens |= {"kind": "tokens", "val_bpc": tokens["val_bpc"] * per_char["val"],
-                       "test_bpc": tokens["test_bpc"] * per_char["test"]}
-            ngram = min(ngram, tokens, key=lambda found: found["val_bpc"])
-        runs = []
-        for seed in SEEDS:
+            encoded[settings["merges"]] = (merges, {n: torch.tensor(ref.bpe_encode(p.text, merges))
+                                                    for n, p in splits.items()})
+        merges, ids = encoded[settings["merges"]]
+        if "ngram" not in results:      # the lab's tokens (the recipe runs first): the n-gram
+            results["ngram"] = best_ngram(ref, splits, merges, 256 + settings["merges"], ids)
+        key = json.dumps(settings, sort_keys=True)
+        rows[name] = {"change": change, "settings": settings, "runs": []}
+        for seed in ROW_SEEDS.get(name, SEEDS):
+            if (key, seed) in kept:
+                rows[name]["runs"].append(kept[(key, seed)])
+                continue
+            if stop_after is not None and trained >= stop_after:
+                continue
             model, seconds = train(ref, ids, settings, seed)
+            seen = ids["train"][:round(TRAIN_SCORED / chars["train"] * len(ids["train"]))]
+            model.eval()
             run = {"seed": seed, "seconds": seconds,
-                   "parameters": sum(p.numel() for p in model.parameters())}
-            for split in ("val", "test"):
-                run[split] = ref.bits_per_character(model, ids[split], chars[split], settings["stride"])
-            run["test_cold"] = ref.bits_per_character(model, ids["test"], chars["test"])
-            runs.append(run)
-            print(name, json.dumps(run), flush=True)
-        rows[name] = {"change": change, "runs": runs}
-    return {"machine": f"{machine()}, Python {platform.python_version()}", "text": MADE_WITH,
-            "ngram": ngram, "sizes": chars, "seeds": list(SEEDS), "rows": rows,
-            "recipe": settings_of(ref, {}) | {"config": vars(ref.LMConfig())}}
+                   "parameters": sum(p.numel() for p in model.parameters()),
+                   "val": ref.bits_per_character(model, ids["val"], chars["val"], settings["stride"]),
+                   "topic_bits": topic_bits(lambda text: ref.bits_per_character(
+                       model, torch.tensor(ref.bpe_encode(text, merges)), len(text),
+                       settings["stride"], windows_per_batch=64), topics),
+                   "test_cold": ref.bits_per_character(model, ids["test"], chars["test"]),
+                   "train": ref.bits_per_character(model, seen, len(ref.bpe_decode(seen.tolist(), merges)),
+                                                   settings["stride"])}
+            run["test"] = sum(run["topic_bits"]) / chars["test"]
+            rows[name]["runs"].append(run)
+            trained += 1
+            print(name, json.dumps({k: v for k, v in run.items() if k != "topic_bits"}), flush=True)
+            write("lab12_variants.json", json.dumps(results, indent=1))
+    return results
+
+
+def row_margin(results: dict, row: dict) -> dict:
+    """A row's margins over the n-gram: per seed, and the mean with its interval."""
+    ngram, sizes = results["ngram"], results["topics"]
+    margins = [r["test"] - ngram["test_bpc"] for r in row["runs"]]
+    mean_bits = np.mean([r["topic_bits"] for r in row["runs"]], axis=0)
+    spread = lm_verdict.topic_sd(mean_bits, ngram["topic_bits"], sizes)
+    if len(margins) < 2:
+        return {"margins": margins, "topic_sd": spread}
+    mean, low, high = interval(margins, spread)
+    return {"margins": margins, "topic_sd": spread, "seed_sd": statistics.stdev(margins),
+            "mean": mean, "low": low, "high": high,
+            "verdict": "model better" if high < 0 else "n-gram better" if low > 0 else "level within noise"}
 
 
 def report(results: dict) -> str:
@@ -118,37 +203,61 @@ def report(results: dict) -> str:
     table = []
     for name, row in results["rows"].items():
         runs = row["runs"]
+        if not runs:
+            table.append([name, "", "0", "", "", "", "", "", "", "not run yet"])
+            continue
         mean = {k: statistics.fmean(r[k] for r in runs) for k in ("seconds", "val", "test", "test_cold")}
-        diff, low, high = interval([r["test"] - ngram["test_bpc"] for r in runs])
-        verdict = ("model better" if high < 0 else "n-gram better" if low > 0 else "not separated")
-        table.append([name, f"{runs[0]['parameters']:,d}", f"{mean['seconds']:.0f}", f"{mean['val']:.3f}",
-                      f"{mean['test']:.3f}", f"{mean['test_cold']:.3f}",
-                      f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]", verdict])
+        own = [r["train"] for r in runs if "train" in r]
+        found = row_margin(results, row)
+        spread = (f"{found['mean']:+.3f} [{found['low']:+.3f}, {found['high']:+.3f}]"
+                  if "mean" in found else f"{found['margins'][0]:+.3f}")
+        table.append([name, f"{runs[0]['parameters']:,d}", str(len(runs)), f"{mean['seconds']:.0f}",
+                      f"{statistics.fmean(own):.3f}" if own else "", f"{mean['val']:.3f}",
+                      f"{mean['test']:.3f}", f"{mean['test_cold']:.3f}", spread,
+                      found.get("verdict", "one seed: no interval")])
+    recipe_row = row_margin(results, results["rows"]["the lab's recipe"])
+    others = "; ".join(f"{o['kind']}, order {o['order']}, validation {o['val_bpc']:.4f}"
+                       for o in ngram["others"])
     return "\n".join([
         "# Lab 12: what was tried for the model", "",
         f"Written by `python -m benchmarks.lab12_variants` on {results['machine']}. Text: Python "
         f"{results['text']}'s documentation as the course ships it, {results['sizes']['train']:,d} / "
         f"{results['sizes']['val']:,d} / {results['sizes']['test']:,d} characters of train / "
-        "validation / test. Each row is trained as the notebook trains, on seeds "
-        f"{', '.join(map(str, results['seeds']))}; numbers are means over the seeds. The lab's recipe: "
+        f"validation / test ({len(results['topics'])} test topics). Each row is trained as the "
+        f"notebook trains, on seeds {', '.join(map(str, results['seeds']))} (the seeds column: how "
+        "many of them ran); numbers are means over its seeds. The lab's recipe: "
         f"{recipe['merges']} merges, width {config['width']}, {config['layers']} blocks of "
         f"{config['heads']} heads, context {config['context']}, dropout {config['dropout']}, tied "
         f"embeddings, batch {recipe['batch']}, {recipe['steps']} steps, AdamW at {recipe['lr']:g} "
         f"one-cycle with weight decay {recipe['weight_decay']} on matrices only; scored with windows "
-        f"every {recipe['stride']} tokens (\"cold\": windows that do not overlap, each starting with "
-        "no context). Training seconds are wall-clock and the machine was not always idle; the "
-        "lab's own time, measured alone, is in `lab12.md`.", "",
-        f"The best n-gram, as the lab chooses it (the better on validation of the best character "
-        f"and the best token Kneser-Ney model): {ngram['kind']}, order {ngram['order']}, discount "
-        f"{ngram['discount']}, validation {ngram['val_bpc']:.3f}, test {ngram['test_bpc']:.3f} bits "
-        "per character.", "",
-        markdown_table(["variant", "parameters", "training s", "validation bpc", "test bpc",
+        f"every {recipe['stride']} tokens, test topic by topic (\"cold\": the whole test split in "
+        "windows that do not overlap, each starting with no context). Training seconds are "
+        "wall-clock and the machine was not always idle; the lab's own time, measured alone, is in "
+        "`lab12.md`. \"Its training text\": the first "
+        f"{TRAIN_SCORED:,d} characters of the text the row trained on (a tenth of the text is "
+        f"{round(0.1 * results['sizes']['train']):,d}), scored as validation is; far below "
+        "validation, the model has learned its training text by heart.", "",
+        f"The best n-gram, as the lab chooses it (the best on validation of the character and the "
+        f"token Kneser-Ney models): {ngram['kind']}, order {ngram['order']}, discount "
+        f"{ngram['discount']}, validation {ngram['val_bpc']:.4f}, test {ngram['test_bpc']:.4f} bits "
+        f"per character, scored topic by topic (the other: {others}).", "",
+        "The interval is 95%, over seeds (Student's t) and test topics (a bootstrap of the topics, "
+        f"{lm_verdict.DRAWS} draws) together; a row whose interval holds zero is level within noise.", "",
+        markdown_table(["variant", "parameters", "seeds", "training s", "its training text bpc",
+                        "validation bpc", "test bpc",
                         "test bpc, cold windows", "test minus n-gram, 95% interval", "verdict"], table),
+        "",
+        "The recipe's margin over the n-gram, seed by seed: "
+        + ", ".join(f"{m:+.4f}" for m in recipe_row["margins"])
+        + (f"; standard deviation over seeds {recipe_row['seed_sd']:.4f} (the lab's `SEED_SD`), over "
+           f"resampled test topics {recipe_row['topic_sd']:.4f}." if "seed_sd" in recipe_row else "."),
         ""])
 
 
 def main():
-    results = measure()
+    import sys
+
+    results = measure(int(sys.argv[1]) if len(sys.argv) > 1 else None)   # at most this many runs
     write("lab12_variants.json", json.dumps(results, indent=1))
     write("lab12_variants.md", report(results))
 

@@ -72,6 +72,26 @@ def test_a_leak_planted_in_a_held_out_topic_is_dropped_from_it(splits):
     assert copied not in planted["test"].text and planted["test"].text == splits["test"].text
 
 
+def test_each_split_gives_its_text_back_topic_by_topic(splits):
+    topics = load_topics()
+    for name, part in splits.items():
+        pieces = part.topic_texts()
+        assert len(pieces) == len(part.names) and "".join(pieces) == part.text, name
+        assert all(piece.strip() for piece in pieces), name
+    # training topics are whole: each piece is its topic and the newline that joins it to the next
+    train = splits["train"]
+    assert [p.removesuffix("\n") for p in train.topic_texts()[:-1]] == [topics[n] for n in train.names[:-1]]
+
+
+def test_the_head_of_a_split_keeps_the_topics_it_reaches_into(splits):
+    part = splits["test"]
+    head = part.head(0.1)
+    assert head.text == part.text[:round(0.1 * len(part))]
+    assert "".join(head.topic_texts()) == head.text and head.names == part.names[:len(head.names)]
+    assert 1 < len(head.names) < len(part.names)
+    assert part.starts[len(head.names)] >= len(head.text) > part.starts[len(head.names) - 1]
+
+
 def test_the_shipped_text_is_what_this_python_writes(tmp_path, monkeypatch):
     """The builder is deterministic: on the Python release that made the file, the same bytes."""
     import platform

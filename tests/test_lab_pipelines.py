@@ -32,7 +32,7 @@ LABS = {
                                          "generate_show", "generate_cost", "task6_maps", "task6_measure",
                                          "verdict"}),
                       ("the model to beat", "bits per character", "the heads that matter most", "with it",
-                       "characters: your model", "test split")),
+                       "characters: your model", "test split", "95% interval", "verdict: ")),
 }
 
 

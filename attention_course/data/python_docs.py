@@ -52,13 +52,37 @@ def load_topics() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class TextSplit:
-    """The topics of one split and their text, joined by blank lines."""
+    """The topics of one split and their text, each topic's ending with a newline and the next
+    topic's after one more: ``starts[i]`` is where topic ``names[i]`` begins in ``text``."""
 
     names: tuple[str, ...]
     text: str
+    starts: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return len(self.text)
+
+    def topic_texts(self) -> list[str]:
+        """The text topic by topic, each with the newline that joins it to the next: joined
+        with nothing between them, they give ``text`` back (Lab 12's verdict scores each)."""
+        if len(self.starts) != len(self.names):
+            raise ValueError(f"this split knows where {len(self.starts)} of its {len(self.names)} "
+                             "topics start (a split cut from another keeps no topics)")
+        ends = (*self.starts[1:], len(self.text))
+        return [self.text[a:b] for a, b in zip(self.starts, ends)]
+
+    def head(self, share: float) -> "TextSplit":
+        """The first ``share`` of the text, with the topics it reaches into (the last one cut)."""
+        end = round(share * len(self.text))
+        kept = sum(1 for start in self.starts if start < end) if self.starts else len(self.names)
+        return TextSplit(self.names[:kept], self.text[:end], self.starts[:kept])
+
+
+def _joined(names, texts) -> TextSplit:
+    """Topics joined as a split joins them: by one newline."""
+    texts = list(texts)
+    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]]).tolist() if texts else []
+    return TextSplit(tuple(names), "\n".join(texts), tuple(int(s) for s in starts))
 
 
 def _runs(text: str, length: int) -> np.ndarray:
@@ -117,8 +141,8 @@ def split_topics(topics: dict[str, str] | None = None) -> dict[str, TextSplit]:
     names = deal(topics)
     train = [topics[name] for name in sorted(names["train"])]
     seen = shingles("\n".join(train))
-    splits = {"train": TextSplit(tuple(sorted(names["train"])), "\n".join(train))}
+    splits = {"train": _joined(sorted(names["train"]), train)}
     for split in ("val", "test"):
         kept = _held_out({name: topics[name] for name in sorted(names[split])}, seen)
-        splits[split] = TextSplit(tuple(kept), "\n".join(kept.values()))
+        splits[split] = _joined(kept, kept.values())
     return splits

@@ -1,0 +1,73 @@
+"""Lab 12's verdict (its last cell): how far one trained model is from the best n-gram on the test
+split, and how much of that distance is noise.
+
+Two things would move the margin if the lab were run again: the seed (another seed trains another
+model; :data:`SEED_SD` is the spread of the lab's recipe over seeds, measured by
+``benchmarks/lab12_variants.py``, whose committed results a test checks this number against), and
+the test text (33 topics; :func:`topic_sd` resamples them, a bootstrap). The margin's 95%
+interval takes both: ``margin +- 1.96 * sqrt(SEED_SD ** 2 + topic_sd ** 2)``, and a margin whose
+interval holds zero is called level within noise, not a win.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# the standard deviation over seeds of the lab's recipe's test bits per character (the n-gram does
+# not change with the seed), from benchmarks/results/lab12_variants.json: seeds 0-4
+SEED_SD = 0.0168
+Z_95 = 1.96
+DRAWS = 2000
+
+
+def margin(model_bits, ngram_bits, chars) -> float:
+    """Bits per character of the model minus the n-gram's, over all topics (negative: the model is
+    better); each argument holds one number per topic (bits, bits, characters)."""
+    return (float(np.sum(model_bits)) - float(np.sum(ngram_bits))) / float(np.sum(chars))
+
+
+def topic_sd(model_bits, ngram_bits, chars, draws: int = DRAWS, seed: int = 0) -> float:
+    """The standard deviation of :func:`margin` over ``draws`` resamplings of the topics (each draw
+    takes as many topics as there are, with replacement, the same for both models): scipy's
+    paired bootstrap."""
+    from scipy.stats import bootstrap
+
+    model_bits, ngram_bits, chars = (np.asarray(a, dtype=float) for a in (model_bits, ngram_bits, chars))
+    if not (model_bits.shape == ngram_bits.shape == chars.shape) or model_bits.ndim != 1:
+        raise ValueError("expected one number per topic in each of model_bits, ngram_bits and chars, "
+                         f"got shapes {model_bits.shape}, {ngram_bits.shape}, {chars.shape}")
+    if len(chars) < 2:
+        raise ValueError(f"expected at least 2 topics to resample, got {len(chars)}")
+
+    def resampled(mine, theirs, size, axis=-1):
+        return (mine.sum(axis) - theirs.sum(axis)) / size.sum(axis)
+
+    found = bootstrap((model_bits, ngram_bits, chars), resampled, paired=True, vectorized=True,
+                      n_resamples=draws, method="percentile", rng=np.random.default_rng(seed))
+    return float(found.standard_error)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    margin: float        # model minus n-gram, bits per character
+    low: float           # the 95% interval
+    high: float
+    seed_sd: float
+    topic_sd: float
+
+    @property
+    def words(self) -> str:
+        if self.high < 0:
+            return "your model is better"
+        if self.low > 0:
+            return "the n-gram is better"
+        return "level within noise"
+
+
+def verdict(model_bits, ngram_bits, chars, seed_sd: float = SEED_SD) -> Verdict:
+    """The margin, its 95% interval over seeds and test topics, and what it says."""
+    found, spread = margin(model_bits, ngram_bits, chars), topic_sd(model_bits, ngram_bits, chars)
+    half = Z_95 * math.hypot(seed_sd, spread)
+    return Verdict(found, found - half, found + half, seed_sd, spread)

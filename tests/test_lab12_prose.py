@@ -1,0 +1,91 @@
+"""Every number Lab 12's prose states, checked against where it comes from: the lab's constants,
+its cells' points, the package, and the committed benchmark results. A number in the prose that
+drifts from its source fails here, as the book's glued numbers fail its build; the last test
+plants such a drift."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from attention_course.data import python_docs
+from attention_course.tasks import ngram_baselines
+from attention_course_instructor.grading.checks import reference_namespace
+from attention_course_instructor.grading.notebook import grade_id
+from conftest import REPO, load_nb
+
+RESULTS = REPO / "benchmarks" / "results"
+WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def results(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def claims() -> list[tuple[str, str]]:
+    """(grade id of a markdown cell, a phrase it must hold), each phrase written from its source."""
+    ref = reference_namespace("lab12")
+    nb = load_nb(REPO / "source/lab12/lab12.ipynb")
+    points = {True: 0, False: 0}                     # autograded: points
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            points[cell.cell_type == "code"] += meta["points"]
+    shares = "/".join(str(round(100 * s)) for s in python_docs.SHARES.values())
+    chars = results("lab12_ngrams")["kinds"]["characters"]["best"]
+    timing = results("lab12")["model"]
+    recipe = results("lab12_variants")["rows"]["the lab's recipe"]["runs"]
+    def under(seconds):                   # "under N minutes": the next whole minute
+        return WORDS[math.floor(seconds / 60) + 1]
+    config = ref.LMConfig()
+    return [("title", f"autograded ({points[True]} points)"),
+            ("title", f"graded by hand ({points[False]} points)"),
+            ("title", f"runs in under {under(timing['notebook_seconds'])} minutes on two CPU cores"),
+            ("title", "training takes more than half of that"),
+            ("data_intro", f"({shares} by characters)"),
+            ("data_intro", f"any run of {python_docs.SHINGLE} characters"),
+            ("ngram_intro", f"at least to order {ngram_baselines.ORDERS_AT_LEAST}"),
+            ("ngram_intro", f"keeps improving up to order {chars['modified']['order']}"),
+            ("train_intro", f"trains in under {under(timing['train_seconds'])} minutes on two CPU cores"),
+            ("train_intro", f"(width {config.width})"),
+            ("train_intro", f"short windows ({config.context} tokens)"),
+            ("train_intro", f"Every {ref.EVAL_EVERY} steps"),
+            ("train_intro", f"start every {ref.EVAL_STRIDE} tokens"),
+            ("verdict_intro", f"on {WORDS[len(recipe)]} seeds")]
+
+
+def missing(found: list[tuple[str, str]], nb) -> list[tuple[str, str]]:
+    """The claims whose phrase is not in their cell (line breaks read as spaces)."""
+    text = {grade_id(c): " ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown"}
+    return [(cell, phrase) for cell, phrase in found if phrase not in text.get(cell, "")]
+
+
+def test_every_number_of_the_prose_is_its_source():
+    assert missing(claims(), load_nb(REPO / "source/lab12/lab12.ipynb")) == []
+
+
+def test_the_comparisons_the_prose_makes_hold_in_the_committed_results():
+    """'better than any single discount in every setting the course measured'; modified KN of
+    characters 'falls short of the token model on validation' and 'takes minutes to fit';
+    training takes more than half of the notebook's time."""
+    kinds = results("lab12_ngrams")["kinds"]
+    for kind in kinds.values():
+        for split in ("val_bpc", "test_bpc"):
+            assert kind["best"]["modified"][split] < kind["best"]["one discount"][split]
+    chars, tokens = kinds["characters"], kinds["tokens, 128 merges"]
+    assert chars["best"]["modified"]["val_bpc"] > tokens["best"]["modified"]["val_bpc"]
+    assert chars["seconds"] >= 120
+    timing = results("lab12")["model"]            # "training takes more than half of that"
+    assert timing["train_seconds"] > timing["notebook_seconds"] / 2
+
+
+def test_a_number_that_drifts_from_its_source_is_found(monkeypatch):
+    nb = load_nb(REPO / "source/lab12/lab12.ipynb")
+    monkeypatch.setattr(python_docs, "SHINGLE", 61)
+    assert missing(claims(), nb) == [("data_intro", "any run of 61 characters")]
+
+
+@pytest.mark.parametrize("name", ["lab12", "lab12_ngrams", "lab12_variants"])
+def test_the_results_the_prose_rests_on_are_this_text(name):
+    assert results(name)["text"] == python_docs.MADE_WITH

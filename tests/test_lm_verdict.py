@@ -1,0 +1,65 @@
+"""Lab 12's verdict (attention_course.tasks.lm_verdict): the margin, its noise over test topics
+(scipy's bootstrap, checked against resampling written out), the words it says, and the seed
+spread it is given, checked against the committed runs of benchmarks/lab12_variants.py."""
+from __future__ import annotations
+
+import json
+import statistics
+
+import numpy as np
+import pytest
+
+from attention_course.tasks import lm_verdict
+from conftest import REPO
+
+TOPICS = 33
+
+
+def fake_topics(model_rate: float, seed: int = 3):
+    """Bits of two models on TOPICS topics of different sizes, with noise per topic."""
+    rng = np.random.default_rng(seed)
+    chars = rng.integers(200, 20_000, TOPICS).astype(float)
+    ngram = chars * 1.94 + rng.normal(0, 0.02, TOPICS) * chars
+    model = chars * model_rate + rng.normal(0, 0.02, TOPICS) * chars
+    return model, ngram, chars
+
+
+def test_the_margin_is_per_character_over_all_topics():
+    model, ngram, chars = fake_topics(2.0)
+    assert lm_verdict.margin(model, ngram, chars) == pytest.approx((model.sum() - ngram.sum()) / chars.sum())
+
+
+def test_the_topic_spread_is_the_spread_of_resampled_topics():
+    model, ngram, chars = fake_topics(1.97)
+    picks = np.random.default_rng(0).integers(0, TOPICS, size=(20_000, TOPICS))
+    by_hand = ((model[picks].sum(1) - ngram[picks].sum(1)) / chars[picks].sum(1)).std(ddof=1)
+    assert lm_verdict.topic_sd(model, ngram, chars) == pytest.approx(by_hand, rel=0.05)
+    # the same topics for both models: two models that differ by a constant rate have no spread
+    assert lm_verdict.topic_sd(ngram + 0.01 * chars, ngram, chars) == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("rate, seed_sd, words", [(1.80, 0.02, "your model is better"),
+                                                  (2.10, 0.02, "the n-gram is better"),
+                                                  (1.95, 0.02, "level within noise"),
+                                                  (1.90, 0.05, "level within noise")])
+def test_the_verdict_calls_a_margin_inside_its_interval_level(rate, seed_sd, words):
+    model, ngram, chars = fake_topics(rate)
+    found = lm_verdict.verdict(model, ngram, chars, seed_sd=seed_sd)
+    half = 1.96 * np.hypot(seed_sd, found.topic_sd)
+    assert (found.low, found.high) == pytest.approx((found.margin - half, found.margin + half))
+    assert found.words == words
+
+
+def test_topics_that_do_not_line_up_are_refused_with_the_shapes():
+    model, ngram, chars = fake_topics(2.0)
+    with pytest.raises(ValueError, match=r"one number per topic.*\(33,\), \(32,\), \(33,\)"):
+        lm_verdict.topic_sd(model, ngram[:-1], chars)
+
+
+def test_the_seed_spread_is_the_committed_runs_of_the_recipe():
+    results = json.loads((REPO / "benchmarks/results/lab12_variants.json").read_text())
+    runs = results["rows"]["the lab's recipe"]["runs"]
+    assert sorted(r["seed"] for r in runs) == [0, 1, 2, 3, 4]
+    margins = [sum(r["topic_bits"]) / results["sizes"]["test"] - results["ngram"]["test_bpc"] for r in runs]
+    assert lm_verdict.SEED_SD == pytest.approx(statistics.stdev(margins), abs=5e-5)
+    assert len(results["ngram"]["topic_bits"]) == len(results["topics"]) == TOPICS
