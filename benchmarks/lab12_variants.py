@@ -111,7 +111,8 @@ def best_ngram(ref, splits, merges, vocab: int, tokens: dict) -> dict:
         best, counts = found["best"], found["model"]
 
         def bpc(text):
-            return float(counts.bits(encode(text), best["order"], best["discount"]).sum()) / len(text)
+            bits = counts.bits(encode(text), best["order"], best["discount"])[1:]   # the lab's scorer
+            return float(bits.sum()) / len(text)
         return {"kind": kind, "order": best["order"], "discount": best["discount"],
                 "val_bpc": bpc(splits["val"].text), "score": bpc}
 

@@ -83,13 +83,14 @@ def test_each_split_gives_its_text_back_topic_by_topic(splits):
     assert [p.removesuffix("\n") for p in train.topic_texts()[:-1]] == [topics[n] for n in train.names[:-1]]
 
 
-def test_the_head_of_a_split_keeps_the_topics_it_reaches_into(splits):
+def test_the_head_of_a_split_keeps_the_whole_topics_that_fit(splits):
     part = splits["test"]
     head = part.head(0.1)
-    assert head.text == part.text[:round(0.1 * len(part))]
     assert "".join(head.topic_texts()) == head.text and head.names == part.names[:len(head.names)]
-    assert 1 < len(head.names) < len(part.names)
-    assert part.starts[len(head.names)] >= len(head.text) > part.starts[len(head.names) - 1]
+    assert head.topic_texts() == part.topic_texts()[:len(head.names)]          # whole topics
+    assert 1 < len(head.names) < len(part.names) and len(head) <= 0.1 * len(part)
+    assert len(head) + len(part.topic_texts()[len(head.names)]) > 0.1 * len(part)   # as many as fit
+    assert part.head(0.0).names == part.names[:1]                                    # at least one
 
 
 def test_the_shipped_text_is_what_this_python_writes(tmp_path, monkeypatch):

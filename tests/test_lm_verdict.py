@@ -45,7 +45,7 @@ def test_the_topic_spread_is_the_spread_of_resampled_topics():
 def test_the_verdict_calls_a_margin_inside_its_interval_level(rate, seed_sd, words):
     model, ngram, chars = fake_topics(rate)
     found = lm_verdict.verdict(model, ngram, chars, seed_sd=seed_sd)
-    half = 1.96 * np.hypot(seed_sd, found.topic_sd)
+    half = np.hypot(2.776445 * seed_sd, 1.96 * found.topic_sd)     # t(0.975, 4 degrees of freedom)
     assert (found.low, found.high) == pytest.approx((found.margin - half, found.margin + half))
     assert found.words == words
 
@@ -56,10 +56,22 @@ def test_topics_that_do_not_line_up_are_refused_with_the_shapes():
         lm_verdict.topic_sd(model, ngram[:-1], chars)
 
 
+def test_topics_without_characters_or_with_endless_bits_are_refused():
+    model, ngram, chars = fake_topics(2.0)
+    chars[3] = 0
+    with pytest.raises(ValueError, match="positive number of characters"):
+        lm_verdict.verdict(model, ngram, chars)
+    model, ngram, chars = fake_topics(2.0)
+    model[5] = np.inf
+    with pytest.raises(ValueError, match="finite bits"):
+        lm_verdict.verdict(model, ngram, chars)
+
+
 def test_the_seed_spread_is_the_committed_runs_of_the_recipe():
     results = json.loads((REPO / "benchmarks/results/lab12_variants.json").read_text())
     runs = results["rows"]["the lab's recipe"]["runs"]
     assert sorted(r["seed"] for r in runs) == [0, 1, 2, 3, 4]
     margins = [sum(r["topic_bits"]) / results["sizes"]["test"] - results["ngram"]["test_bpc"] for r in runs]
     assert lm_verdict.SEED_SD == pytest.approx(statistics.stdev(margins), abs=5e-5)
+    assert lm_verdict.SEED_RUNS == len(runs)
     assert len(results["ngram"]["topic_bits"]) == len(results["topics"]) == TOPICS

@@ -72,10 +72,10 @@ class TextSplit:
         return [self.text[a:b] for a, b in zip(self.starts, ends)]
 
     def head(self, share: float) -> "TextSplit":
-        """The first ``share`` of the text, with the topics it reaches into (the last one cut)."""
-        end = round(share * len(self.text))
-        kept = sum(1 for start in self.starts if start < end) if self.starts else len(self.names)
-        return TextSplit(self.names[:kept], self.text[:end], self.starts[:kept])
+        """The first topics, whole, that fit in ``share`` of the text (at least the first one)."""
+        ends = [*self.starts[1:], len(self.text)]
+        kept = max(1, sum(1 for end in ends if end <= share * len(self.text)))
+        return TextSplit(self.names[:kept], self.text[:ends[kept - 1]], self.starts[:kept])
 
 
 def _joined(names, texts) -> TextSplit:
