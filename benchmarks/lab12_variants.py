@@ -217,6 +217,8 @@ def report(results: dict) -> str:
                       f"{mean['test']:.3f}", f"{mean['test_cold']:.3f}", spread,
                       found.get("verdict", "one seed: no interval")])
     recipe_row = row_margin(results, results["rows"]["the lab's recipe"])
+    winners = [name for name, row in results["rows"].items()
+               if row["runs"] and row_margin(results, row).get("verdict") == "model better"]
     others = "; ".join(f"{o['kind']}, order {o['order']}, validation {o['val_bpc']:.4f}"
                        for o in ngram["others"])
     return "\n".join([
@@ -241,7 +243,8 @@ def report(results: dict) -> str:
         f"The best n-gram, as the lab chooses it (the best on validation of the character and the "
         f"token Kneser-Ney models): {ngram['kind']}, order {ngram['order']}, discount "
         f"{ngram['discount']}, validation {ngram['val_bpc']:.4f}, test {ngram['test_bpc']:.4f} bits "
-        f"per character, scored topic by topic (the other: {others}).", "",
+        f"per character, scored topic by topic (the other: {others}). Every row is compared with "
+        "this one n-gram, fitted on all of the training text (the tenth-of-the-text rows too).", "",
         "The interval is 95%, over seeds (Student's t) and test topics (a bootstrap of the topics, "
         f"{lm_verdict.DRAWS} draws) together; a row whose interval holds zero is level within noise.", "",
         markdown_table(["variant", "parameters", "seeds", "training s", "its training text bpc",
@@ -252,7 +255,9 @@ def report(results: dict) -> str:
         + ", ".join(f"{m:+.4f}" for m in recipe_row["margins"])
         + (f"; standard deviation over seeds {recipe_row['seed_sd']:.4f} (the lab's `SEED_SD`), over "
            f"resampled test topics {recipe_row['topic_sd']:.4f}." if "seed_sd" in recipe_row else "."),
-        ""])
+        "",
+        "Rows whose interval lies wholly below zero (the model better than the n-gram beyond the "
+        f"noise): {', '.join(winners) if winners else 'none'}.", ""])
 
 
 def main():

@@ -14,6 +14,7 @@ from attention_course.data import python_docs
 from attention_course.tasks import ngram_baselines
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course_instructor.grading.notebook import grade_id
+from benchmarks import lab12_variants
 from conftest import REPO, load_nb
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -40,7 +41,14 @@ def claims() -> list[tuple[str, str]]:
     def under(seconds):                   # "under N minutes": the next whole minute
         return WORDS[math.floor(seconds / 60) + 1]
     config = ref.LMConfig()
-    rows = results("lab12_variants")["rows"]
+    variants = results("lab12_variants")
+    rows = variants["rows"]
+    verdicts = {short: lab12_variants.row_margin(variants, rows[name])
+                for short, name in (("recipe", "the lab's recipe"), ("twice", "twice the steps"))}
+    winners = [row["settings"]["steps"] * row["runs"][0]["parameters"] for row in rows.values()
+               if row["runs"] and lab12_variants.row_margin(variants, row).get("verdict") == "model better"]
+    twice = rows["twice the steps"]
+    assert min(winners) == twice["settings"]["steps"] * twice["runs"][0]["parameters"]  # the smallest
     tenth = {name: rows[f"a tenth of the text, {name}"]["runs"] for name in ("a tenth of the steps",
                                                                            "all the steps")}
     equal_compute = {k: statistics.fmean(r[k] for r in tenth["all the steps"]) for k in ("train", "val")}
@@ -58,6 +66,10 @@ def claims() -> list[tuple[str, str]]:
             ("train_intro", f"Every {ref.EVAL_EVERY} steps"),
             ("train_intro", f"start every {ref.EVAL_STRIDE} tokens"),
             ("verdict_intro", f"on {WORDS[len(recipe)]} seeds"),
+            ("verdict_intro", f"the margin is {verdicts['recipe']['mean']:+.3f} bits per character, "
+                              f"{verdicts['recipe']['verdict']}"),
+            ("verdict_intro", f"beats the n-gram beyond the noise, by {-verdicts['twice']['mean']:.3f} on "
+                              f"{WORDS[len(verdicts['twice']['margins'])]} seeds"),
             ("data_size_intro", f"for all {results('lab12_variants')['recipe']['steps']} steps"),
             ("data_size_intro", f"({WORDS[len(tenth['all the steps'])]} seeds"),
             ("data_size_intro", f"{equal_compute['train']:.2f} bits per character on its own training "

@@ -52,8 +52,8 @@ def load_topics() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class TextSplit:
-    """The topics of one split and their text, each topic's ending with a newline and the next
-    topic's after one more: ``starts[i]`` is where topic ``names[i]`` begins in ``text``."""
+    """The topics of one split and their text: each topic ends with a newline, and one more newline
+    joins it to the next; ``starts[i]`` is where topic ``names[i]`` begins in ``text``."""
 
     names: tuple[str, ...]
     text: str
