@@ -25,6 +25,11 @@ def results(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text())
 
 
+def under(seconds: float) -> str:
+    """'under N minutes': the next whole minute, in words."""
+    return WORDS[math.floor(seconds / 60) + 1]
+
+
 def claims() -> list[tuple[str, str]]:
     """(grade id of a markdown cell, a phrase it must hold), each phrase written from its source."""
     ref = reference_namespace("lab12")
@@ -37,12 +42,10 @@ def claims() -> list[tuple[str, str]]:
     shares = "/".join(str(round(100 * s)) for s in python_docs.SHARES.values())
     chars = results("lab12_ngrams")["kinds"]["characters"]["best"]
     timing = results("lab12")["model"]
-    recipe = results("lab12_variants")["rows"]["the lab's recipe"]["runs"]
-    def under(seconds):                   # "under N minutes": the next whole minute
-        return WORDS[math.floor(seconds / 60) + 1]
     config = ref.LMConfig()
     variants = results("lab12_variants")
     rows = variants["rows"]
+    recipe = rows["the lab's recipe"]["runs"]
     verdicts = {short: lab12_variants.row_margin(variants, rows[name])
                 for short, name in (("recipe", "the lab's recipe"), ("twice", "twice the steps"))}
     winners = [row["settings"]["steps"] * row["runs"][0]["parameters"] for row in rows.values()
@@ -70,7 +73,7 @@ def claims() -> list[tuple[str, str]]:
                               f"{verdicts['recipe']['verdict']}"),
             ("verdict_intro", f"beats the n-gram beyond the noise, by {-verdicts['twice']['mean']:.3f} on "
                               f"{WORDS[len(verdicts['twice']['margins'])]} seeds"),
-            ("data_size_intro", f"for all {results('lab12_variants')['recipe']['steps']} steps"),
+            ("data_size_intro", f"for all {variants['recipe']['steps']} steps"),
             ("data_size_intro", f"({WORDS[len(tenth['all the steps'])]} seeds"),
             ("data_size_intro", f"{equal_compute['train']:.2f} bits per character on its own training "
                                 f"text and {equal_compute['val']:.1f} on validation")]
