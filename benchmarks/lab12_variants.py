@@ -35,6 +35,7 @@ import torch
 from attention_course.data.python_docs import MADE_WITH, split_topics
 from attention_course.seeds import generator
 from attention_course.tasks import lm_verdict
+from attention_course.tasks.lm_verdict import topic_bits
 from attention_course.tasks.fitting import fit
 from attention_course.tasks.ngram_baselines import DISCOUNTS, MODIFIED, best_kneser_ney
 from attention_course_instructor.grading.checks import reference_namespace
@@ -96,11 +97,6 @@ def interval(values: list[float], topic_sd: float) -> tuple[float, float, float]
     seeds = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
     half = math.hypot(seeds, lm_verdict.Z_95 * topic_sd)
     return mean, mean - half, mean + half
-
-
-def topic_bits(score, topics: list[str]) -> list[float]:
-    """Bits of each topic, scored from a cold start: ``score(text)`` gives bits per character."""
-    return [score(text) * len(text) for text in topics]
 
 
 def best_ngram(ref, splits, merges, vocab: int, tokens: dict) -> dict:

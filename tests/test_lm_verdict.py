@@ -24,6 +24,10 @@ def fake_topics(model_rate: float, seed: int = 3):
     return model, ngram, chars
 
 
+def test_topic_bits_are_each_topics_rate_times_its_length():
+    assert lm_verdict.topic_bits(lambda text: 2.0 if "a" in text else 1.0, ["aaa", "bb"]) == [6.0, 2.0]
+
+
 def test_the_margin_is_per_character_over_all_topics():
     model, ngram, chars = fake_topics(2.0)
     assert lm_verdict.margin(model, ngram, chars) == pytest.approx((model.sum() - ngram.sum()) / chars.sum())

@@ -25,6 +25,11 @@ Z_95 = 1.96
 DRAWS = 2000
 
 
+def topic_bits(score, topics) -> list[float]:
+    """Bits of each topic, scored on its own: ``score(text)`` gives bits per character."""
+    return [score(text) * len(text) for text in topics]
+
+
 def margin(model_bits, ngram_bits, chars) -> float:
     """Bits per character of the model minus the n-gram's, over all topics (negative: the model is
     better); each argument holds one number per topic (bits, bits, characters)."""
