@@ -21,7 +21,6 @@ on validation. Writes ``benchmarks/results/lab12.md`` and ``lab12.json``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import subprocess
@@ -32,11 +31,10 @@ from datetime import datetime
 from pathlib import Path
 
 import nbformat
-import numpy as np
 import torch
-from torch.nn import functional as F
 
 from attention_course.data.python_docs import MADE_WITH, split_topics
+from attention_course.tasks.lm_verdict import best_weight, mixture_bits
 from attention_course.tasks.ngram_baselines import DISCOUNTS, MODIFIED, best_kneser_ney
 from attention_course_instructor.grading.checks import reference_namespace
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
@@ -50,8 +48,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SOLUTION = REPO / "solutions" / "lab12" / "lab12.ipynb"
 STUDENTS = 3
-WEIGHTS = [i / 20 for i in range(21)]               # the mixture weights tried on validation
-PRINTED = ("ngram_fit", "train_model", "train_plot", "data_size", "verdict")   # kept in the JSON
+# the cells whose printed output is kept in the JSON
+PRINTED = ("ngram_fit", "train_model", "train_plot", "data_size", "verdict", "mixture")
 SAVE_CELL = """\
 import json
 from dataclasses import asdict
@@ -104,39 +102,23 @@ def time_grading(workdir: Path) -> dict:
     return {"nbgrader_seconds": nbgrader_seconds, "hardened_seconds": hardened_seconds}
 
 
-@torch.no_grad()
-def token_bits(model, ids: torch.Tensor, stride: int) -> np.ndarray:
-    """-log2 P of ids[1:], each predicted once as the lab's ``bits_per_character`` predicts it
-    (windows of context + 1 tokens every ``stride`` tokens, the first window that reaches a token)."""
-    n, out, done = model.config.context, np.zeros(len(ids) - 1), 0
-    for start in range(0, len(ids) - 1, stride):
-        end = min(start + n, len(ids) - 1)
-        window = ids[start:end + 1][None]                                   # (1, size + 1)
-        nats = F.cross_entropy(model(window[:, :-1]).transpose(1, 2), window[:, 1:], reduction="none")
-        out[done:end] = nats[0, nats.shape[1] - (end - done):].numpy() / math.log(2)
-        done = end
-        if end == len(ids) - 1:
-            break
-    return out
-
-
-def mixture(model, ids: dict, chars: dict, stride: int, vocab: int) -> dict:
-    """The model mixed with the best token-level Kneser-Ney model; order and weight chosen on
-    validation, both scored per character on test."""
+def mixture(ref, model, ids: dict, chars: dict, stride: int, vocab: int) -> dict:
+    """The model mixed with the best token-level Kneser-Ney model, as the lab's optional last part
+    mixes them (its ``token_bits``, whole splits); order and weight chosen on validation, both
+    scored per character on test."""
     train, val = (ids[s].tolist() for s in ("train", "val"))
     found = best_kneser_ney(train, val, discounts=(*DISCOUNTS, MODIFIED), alphabet=vocab)
     best, counted = found["best"], found["model"]
     bits = {}
     for split in ("val", "test"):
-        mine = token_bits(model, ids[split], stride)
+        mine = ref.token_bits(model, ids[split], stride).double().numpy()     # the lab's optional task
         theirs = counted.bits(ids[split].tolist(), best["order"], best["discount"])[1:]
         bits[split] = (mine, theirs)
 
     def bpc(split, w):
-        mine, theirs = bits[split]
-        return float(-np.log2(w * 2.0 ** -mine + (1 - w) * 2.0 ** -theirs).sum() / chars[split])
+        return float(mixture_bits(*bits[split], w).sum() / chars[split])
 
-    weight = min(WEIGHTS, key=lambda w: bpc("val", w))
+    weight = best_weight(*bits["val"])
     return {"order": best["order"], "discount": best["discount"], "weight": weight,
             **{f"{split}_{what}": bpc(split, w) for split in ("val", "test")
                for what, w in (("model", 1.0), ("ngram", 0.0), ("mixture", weight))}}
@@ -164,7 +146,7 @@ def measure() -> dict:
               for split in ("val", "test")}
     scores |= {f"{split}_cold": ref.bits_per_character(model, ids[split], chars[split])
                for split in ("val", "test")}
-    mixed = mixture(model, ids, chars, stride, model.config.vocab)
+    mixed = mixture(ref, model, ids, chars, stride, model.config.vocab)
     # the mixture's own scoring of the model alone is the lab's, to rounding
     assert abs(mixed["test_model"] - scores["test"]) < 1e-4, (mixed["test_model"], scores["test"])
     return {"machine": f"{machine()}, Python {platform.python_version()}", "text": MADE_WITH,

@@ -65,6 +65,9 @@ def variants(solution, course_root):
                                       "        return _right(model, ids)\n"
                                       "    return torch.zeros(1)\n")
     v["t21_kill_all"] = with_task6("import os, signal\nos.kill(-1, signal.SIGKILL)\n")
+    release = nbformat.read(course_root / "labs/lab12/lab12.ipynb", as_version=4)
+    nb = copy(); cell(nb, "mixture_solution").source = cell(release, "mixture_solution").source
+    v["optional_undone"] = nb                       # every task but the optional last part
     v["gates_left_off"] = with_task6("def head_ablation(model, ids):\n"
                                      "    out = _right(model, ids)\n"
                                      "    model.blocks[0].attn.head_gate[0] = 0.0\n    return out\n")
@@ -105,7 +108,7 @@ def total(graded, lab, student):
 
 def test_one_batch_grades_both_labs(graded):
     assert "lab8: graded 2 submissions" in graded["stdout"]
-    assert "lab12: graded 13 submissions" in graded["stdout"]
+    assert "lab12: graded 14 submissions" in graded["stdout"]
     assert total(graded, "lab8", "good") == LAB8_FULL and total(graded, "lab8", "untouched") == 0
     assert total(graded, "lab12", "good") == FULL
     assert total(graded, "lab12", "untouched") == 0
@@ -114,6 +117,11 @@ def test_one_batch_grades_both_labs(graded):
 @pytest.mark.parametrize("student", ["t01_pass", "t03_points"])
 def test_edited_test_cells_are_restored(graded, student):
     assert total(graded, "lab12", student) == FULL
+
+
+def test_the_optional_part_left_undone_costs_nothing(graded):
+    """Its message, when left undone, is checked in test_lab12_parts."""
+    assert total(graded, "lab12", "optional_undone") == FULL
 
 
 def test_the_course_files_are_out_of_a_submission_s_reach(graded):
@@ -147,4 +155,4 @@ def test_the_batch_ends_with_each_lab_s_class_report(graded):
     assert (dtype["visible"], dtype["status"]) == ("passed", "failed")
     with open(root / "reports/lab12" / class_report.CSV_NAME, newline="") as handle:
         row = next(r for r in csv.DictReader(handle) if r["cell"] == "task6_ablation_test")
-    assert (row["submissions"], row["hidden_passed"]) == ("13", "4")   # good, t01, t03, t12_read
+    assert (row["submissions"], row["hidden_passed"]) == ("14", "5")   # good, t01, t03, t12_read, optional

@@ -1,5 +1,6 @@
-"""Lab 12's parts outside the notebook's checks: its text, its n-gram baselines, and its reference
-BPE against the ``tokenizers`` library (the comparison the lab's text promises)."""
+"""Lab 12's parts outside the notebook's checks: its text, its n-gram baselines, its reference
+BPE against the ``tokenizers`` library (the comparison the lab's text promises), and the optional
+last part (``token_bits`` and the cell that mixes the two models)."""
 from __future__ import annotations
 
 import json
@@ -10,10 +11,12 @@ import torch
 
 from attention_course.data.python_docs import CORPUS, MADE_WITH, SHINGLE, load_topics, split_topics
 from attention_course_instructor.grading.checks import reference_namespace
+from attention_course_instructor.grading.notebook import grade_id
 from attention_course.tasks.fitting import fit
 from attention_course.tasks.ngram_baselines import (MODIFIED, MODIFIED_FALLBACK, UNSEEN_FLOOR, KneserNey,
                                                     best_kneser_ney, modified_discounts, run_hashes,
                                                     substring_hashes, symbol_codes)
+from conftest import REPO, load_nb
 
 BYTE_LEVEL_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
                         *range(ord("®"), ord("ÿ") + 1)]
@@ -356,3 +359,70 @@ def test_the_attention_check_fails_a_training_path_that_drops_the_padding_mask(r
 
     failures = hidden_check(ref, "task2_module_test", monkeypatch, CausalSelfAttention=CausalOnly)
     assert "in training mode" in failures
+
+
+def tiny_lm(ref, context=8):
+    torch.manual_seed(0)
+    return ref.TinyLM(ref.LMConfig(vocab=11, context=context, width=12, heads=3, layers=2)).eval()
+
+
+@pytest.mark.parametrize("stride", [1, 3, 8])
+def test_token_bits_counts_each_token_once_as_bits_per_character_does(ref, stride):
+    """The optional part's reference: its sum is bits_per_character's (given 1 character), and
+    one window's bits are the model's own next-token probabilities."""
+    model, ids = tiny_lm(ref), torch.randint(0, 11, (37,), generator=torch.Generator().manual_seed(1))
+    bits = ref.token_bits(model, ids, stride)
+    assert tuple(bits.shape) == (36,) and bits.dtype == torch.float32
+    assert float(bits.sum()) == pytest.approx(ref.bits_per_character(model, ids, 1, stride), rel=1e-5)
+    short = ids[:8]                                                    # one window: no stride
+    with torch.no_grad():
+        p = torch.softmax(model(short[None, :-1])[0], -1)              # (7, V)
+    expected = -torch.log2(p[torch.arange(7), short[1:]])
+    assert torch.allclose(ref.token_bits(model, short, stride), expected, atol=1e-5)
+
+
+def mixture_cell():
+    nb = load_nb(REPO / "source/lab12/lab12.ipynb")
+    return next(c.source for c in nb.cells if grade_id(c) == "mixture")
+
+
+def run_mixture_cell(ref, token_bits):
+    """The lab's locked mixture cell, run with a tiny model, a stand-in n-gram (3 bits a token)
+    and ``token_bits`` as the student wrote it; returns what it printed."""
+    import contextlib
+    import io
+    import math
+
+    from attention_course.tasks.lm_verdict import best_weight, mixture_bits
+
+    generator = torch.Generator().manual_seed(2)
+    ids = {split: torch.randint(0, 11, (n,), generator=generator) for split, n in (("val", 50), ("test", 40))}
+    namespace = {"token_bits": token_bits, "model": tiny_lm(ref), "EVAL_STRIDE": 3, "math": math,
+                 "bits_per_character": ref.bits_per_character, "ids": ids, "torch": torch,
+                 "chars": {"val": 100, "test": 80}, "best_weight": best_weight, "mixture_bits": mixture_bits,
+                 "fitted": {"tokens": (2, 1.5, None, lambda symbols: np.full(len(symbols) - 1, 3.0))}}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(mixture_cell(), namespace)
+    return printed.getvalue()
+
+
+def test_the_mixture_cell_mixes_the_two_on_validation_and_scores_test(ref):
+    printed = run_mixture_cell(ref, ref.token_bits).splitlines()
+    assert [line.split(":")[0] for line in printed] == ["validation", "test"]
+    assert all("the token n-gram" in line and "the mixture (" in line for line in printed)
+
+
+def test_the_mixture_cell_says_the_part_is_optional_when_it_is_left_undone(ref):
+    def undone(model, ids, stride=None):
+        raise NotImplementedError()
+
+    assert run_mixture_cell(ref, undone).startswith("Optional: write token_bits above")
+
+
+def test_the_mixture_cell_names_what_a_wrong_token_bits_got_wrong(ref):
+    with pytest.raises(ValueError, match=r"should return shape \(49,\), one number per token after the "
+                                         r"first; got \(50,\)"):
+        run_mixture_cell(ref, lambda model, ids, stride=None: torch.zeros(len(ids)))
+    with pytest.raises(ValueError, match="each token after the first should count once"):
+        run_mixture_cell(ref, lambda model, ids, stride=None: 2 * ref.token_bits(model, ids, stride))

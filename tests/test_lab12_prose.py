@@ -55,6 +55,8 @@ def claims() -> list[tuple[str, str]]:
     tenth = {name: rows[f"a tenth of the text, {name}"]["runs"] for name in ("a tenth of the steps",
                                                                            "all the steps")}
     equal_compute = {k: statistics.fmean(r[k] for r in tenth["all the steps"]) for k in ("train", "val")}
+    mixed = results("lab12")["mixture"]
+    share = "half of each" if mixed["weight"] == 0.5 else f"{mixed['weight']:g} of the model"
     return [("title", f"autograded ({points[True]} points)"),
             ("title", f"graded by hand ({points[False]} points)"),
             ("title", f"runs in under {under(timing['notebook_seconds'])} minutes on two CPU cores"),
@@ -76,7 +78,11 @@ def claims() -> list[tuple[str, str]]:
             ("data_size_intro", f"for all {variants['recipe']['steps']} steps"),
             ("data_size_intro", f"({WORDS[len(tenth['all the steps'])]} seeds"),
             ("data_size_intro", f"{equal_compute['train']:.2f} bits per character on its own training "
-                                f"text and {equal_compute['val']:.1f} on validation")]
+                                f"text and {equal_compute['val']:.1f} on validation"),
+            ("mixture_intro", f"the mixture, {share}, spent {mixed['test_mixture']:.3f} bits per character "
+                              f"on test: {mixed['test_ngram'] - mixed['test_mixture']:.3f} less than the "
+                              f"n-gram of tokens and {mixed['test_model'] - mixed['test_mixture']:.3f} less "
+                              "than the model alone")]
 
 
 def missing(found: list[tuple[str, str]], nb) -> list[tuple[str, str]]:
@@ -93,7 +99,8 @@ def test_the_comparisons_the_prose_makes_hold_in_the_committed_results():
     """'better than any single discount in every setting the course measured'; modified KN of
     characters 'falls short of the token model on validation' and 'takes minutes to fit';
     training takes more than half of the notebook's time; a tenth of the text at equal compute
-    does worse on validation than at equal passes."""
+    does worse on validation than at equal passes; the optional part's mixture beats both models
+    on test."""
     kinds = results("lab12_ngrams")["kinds"]
     for kind in kinds.values():
         for split in ("val_bpc", "test_bpc"):
@@ -107,6 +114,8 @@ def test_the_comparisons_the_prose_makes_hold_in_the_committed_results():
     assert val["all the steps"] > val["a tenth of the steps"]
     timing = results("lab12")["model"]            # "training takes more than half of that"
     assert timing["train_seconds"] > timing["notebook_seconds"] / 2
+    mixed = results("lab12")["mixture"]           # "mixes the two models into one that beats both"
+    assert mixed["test_mixture"] < min(mixed["test_model"], mixed["test_ngram"])
 
 
 def test_a_number_that_drifts_from_its_source_is_found(monkeypatch):

@@ -30,9 +30,10 @@ LABS = {
                      ("| 16 |", "attention exact")),
     "lab12": LabFacts(11, 27, frozenset({"ngram_fit", "train_model", "train_plot", "data_size",
                                          "generate_show", "generate_cost", "task6_maps", "task6_measure",
-                                         "verdict"}),
+                                         "verdict", "mixture"}),
                       ("the model to beat", "bits per character", "the heads that matter most", "with it",
-                       "characters: your model", "test split", "95% interval", "verdict: ")),
+                       "characters: your model", "test split", "95% interval", "verdict: ",
+                       "the mixture (")),
 }
 
 

@@ -79,3 +79,39 @@ def test_the_seed_spread_is_the_committed_runs_of_the_recipe():
     assert lm_verdict.SEED_SD == pytest.approx(statistics.stdev(margins), abs=5e-5)
     assert lm_verdict.SEED_RUNS == len(runs)
     assert len(results["ngram"]["topic_bits"]) == len(results["topics"]) == TOPICS
+
+
+def beats_both(mix) -> bool:
+    """Two models sure of different tokens: mixed half and half, fewer bits than either."""
+    model, ngram = np.array([0.1, 6.0, 0.2, 5.0]), np.array([6.0, 0.1, 5.0, 0.2])
+    mixed = mix(model, ngram, 0.5).sum()
+    return bool(mixed < model.sum() and mixed < ngram.sum())
+
+
+def test_a_mixture_of_models_sure_of_different_tokens_beats_both():
+    assert beats_both(lm_verdict.mixture_bits)
+    # planted: mixing the bits rather than the probabilities gives their average, never better
+    assert not beats_both(lambda model, ngram, w: w * model + (1 - w) * ngram)
+
+
+def test_a_mixture_is_a_model_between_its_ends_and_never_worse_than_the_average():
+    rng = np.random.default_rng(0)
+    model, ngram = rng.uniform(0.01, 9, 500), rng.uniform(0.01, 9, 500)
+    assert lm_verdict.mixture_bits(model, ngram, 1.0) == pytest.approx(model)
+    assert lm_verdict.mixture_bits(model, ngram, 0.0) == pytest.approx(ngram)
+    for w in lm_verdict.MIX_WEIGHTS:                        # -log2 is convex
+        assert (lm_verdict.mixture_bits(model, ngram, w) <= w * model + (1 - w) * ngram + 1e-12).all()
+
+
+def test_the_best_weight_is_the_one_that_spends_fewest_bits():
+    model, ngram = np.array([0.1, 6.0, 0.2, 5.0]), np.array([6.0, 0.1, 5.0, 0.2])
+    assert lm_verdict.best_weight(model, ngram) == 0.5                   # symmetric
+    assert lm_verdict.best_weight(model, model + 1) == 1.0              # the n-gram adds nothing
+    assert lm_verdict.best_weight(ngram + 1, ngram) == 0.0
+
+
+def test_bits_of_different_tokens_or_a_weight_outside_0_1_are_refused():
+    with pytest.raises(ValueError, match=r"shapes \(3,\) and \(2,\)"):
+        lm_verdict.mixture_bits([1.0, 2.0, 3.0], [1.0, 2.0], 0.5)
+    with pytest.raises(ValueError, match=r"weight in \[0, 1\], got 1.5"):
+        lm_verdict.mixture_bits([1.0], [1.0], 1.5)

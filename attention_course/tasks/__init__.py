@@ -18,7 +18,8 @@ name of its model's module in :mod:`attention_course.core` (``core.copy_model`` 
   Kneser-Ney over characters or token ids, as ``nltk.lm`` scores it, every order and discount
   from one count, and modified Kneser-Ney) and the hashes of runs of text that the data split uses;
 - :mod:`~attention_course.tasks.lm_verdict` -- Lab 12's verdict: a model's margin over the n-gram
-  on test, its 95% interval over seeds and resampled test topics, and what it says;
+  on test, its 95% interval over seeds and resampled test topics, and what it says; the mixture of
+  the two that the lab's optional task shows;
 - :mod:`~attention_course.tasks.pretrained` -- the committed checkpoints of the book's models and
   the recipes that rebuild them (``python -m attention_course.tasks.pretrained``).
 """

@@ -9,6 +9,9 @@ resamples its topics (a bootstrap). The margin's 95% interval takes both,
 ``margin +- sqrt((t * SEED_SD) ** 2 + (1.96 * topic_sd) ** 2)``, with Student's t for the seed
 part since SEED_SD is itself estimated from five runs; a margin whose interval holds zero is
 called level within noise, not a win.
+
+After the verdict, the lab's optional task mixes the two models: :func:`mixture_bits` and
+:func:`best_weight`, which ``benchmarks/lab12.py`` uses too.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ SEED_SD = 0.0168
 SEED_RUNS = 5
 Z_95 = 1.96
 DRAWS = 2000
+# the model's share in a mixture with the n-gram, tried on validation (0: the n-gram alone)
+MIX_WEIGHTS = tuple(w / 20 for w in range(21))
 
 
 def topic_bits(score, topics) -> list[float]:
@@ -88,3 +93,22 @@ def verdict(model_bits, ngram_bits, chars, seed_sd: float = SEED_SD) -> Verdict:
     found, spread = margin(model_bits, ngram_bits, chars), topic_sd(model_bits, ngram_bits, chars)
     half = math.hypot(t_95() * seed_sd, Z_95 * spread)
     return Verdict(found, found - half, found + half, seed_sd, spread)
+
+
+def mixture_bits(model_bits, ngram_bits, weight: float) -> np.ndarray:
+    """Bits of each token under ``weight`` x the model + (1 - weight) x the n-gram, given each
+    one's bits of the same tokens: p = weight * 2 ** -model_bits + (1 - weight) * 2 ** -ngram_bits.
+    A mixture of two distributions is one too, so these are the bits of a model."""
+    model_bits, ngram_bits = np.asarray(model_bits, dtype=float), np.asarray(ngram_bits, dtype=float)
+    if model_bits.shape != ngram_bits.shape or model_bits.ndim != 1:
+        raise ValueError("expected each model's bits of the same tokens, one number per token, got "
+                         f"shapes {model_bits.shape} and {ngram_bits.shape}")
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"expected a weight in [0, 1], got {weight}")
+    return -np.log2(weight * np.exp2(-model_bits) + (1 - weight) * np.exp2(-ngram_bits))
+
+
+def best_weight(model_bits, ngram_bits, weights=MIX_WEIGHTS) -> float:
+    """The weight of :data:`MIX_WEIGHTS` whose mixture spends the fewest bits on these tokens
+    (choose it on validation, then score test with it)."""
+    return min(weights, key=lambda w: float(mixture_bits(model_bits, ngram_bits, w).sum()))
