@@ -4,6 +4,7 @@ last part (``token_bits`` and the cell that mixes the two models)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -391,7 +392,6 @@ def run_mixture_cell(ref, token_bits):
     and ``token_bits`` as the student wrote it; returns what it printed."""
     import contextlib
     import io
-    import math
 
     from attention_course.tasks.lm_verdict import best_weight, mixture_bits
 
@@ -424,5 +424,7 @@ def test_the_mixture_cell_names_what_a_wrong_token_bits_got_wrong(ref):
     with pytest.raises(ValueError, match=r"should return shape \(49,\), one number per token after the "
                                          r"first; got \(50,\)"):
         run_mixture_cell(ref, lambda model, ids, stride=None: torch.zeros(len(ids)))
-    with pytest.raises(ValueError, match="each token after the first should count once"):
-        run_mixture_cell(ref, lambda model, ids, stride=None: 2 * ref.token_bits(model, ids, stride))
+    for wrong in (2.0, math.log(2)):                  # every token twice; nats, not bits
+        with pytest.raises(ValueError, match=r"over 49 tokens, but your bits_per_character spends .* "
+                                             r"count each token after the first once, in bits"):
+            run_mixture_cell(ref, lambda model, ids, stride=None: wrong * ref.token_bits(model, ids, stride))

@@ -212,20 +212,23 @@ def start(create_users: bool) -> int:
                                 str(HERE / "jupyterhub_config.py")], cwd=state, env=env, stdout=out,
                                stderr=subprocess.STDOUT, start_new_session=True)
 
+    asked_to_stop = []                                    # when Ctrl-C or SIGTERM came
+
     def stop(*_):
-        if hub.poll() is None:
-            os.killpg(hub.pid, signal.SIGTERM)            # the hub stops the servers and proxy
+        # only ask here; the loop at the end waits. (Waiting in this handler, which runs inside
+        # the main thread's own wait for the hub, could never reap the hub: that wait holds the
+        # process's lock, so every stop took the whole 60 s and then killed a hub long gone.)
+        if not asked_to_stop:
+            asked_to_stop.append(time.monotonic())
             try:
-                hub.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(hub.pid, signal.SIGKILL)
-        print("the hub has stopped (its data is kept: start it again with `make hub`)", flush=True)
-        sys.exit(0)
+                os.killpg(hub.pid, signal.SIGTERM)        # the hub stops the servers and proxy
+            except ProcessLookupError:
+                pass
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     deadline = time.monotonic() + 180
-    while not hub_answers(s["url"]):
+    while not asked_to_stop and not hub_answers(s["url"]):
         if hub.poll() is not None or time.monotonic() > deadline:
             tail = log.read_text()[-3000:]
             stop_now = hub.poll() is None
@@ -233,6 +236,21 @@ def start(create_users: bool) -> int:
                 os.killpg(hub.pid, signal.SIGTERM)
             sys.exit(f"the hub did not start; the end of its log ({log}):\n{tail}")
         time.sleep(0.5)
+    if not asked_to_stop:
+        say_it_is_up(s, state, env, auth)
+    while hub.poll() is None:
+        if asked_to_stop and time.monotonic() > asked_to_stop[0] + 60:
+            os.killpg(hub.pid, signal.SIGKILL)            # not stopped within 60 s
+            hub.wait()
+        time.sleep(0.2)
+    if asked_to_stop:
+        print("the hub has stopped (its data is kept: start it again with `make hub`)", flush=True)
+        return 0
+    print(f"the hub exited on its own ({hub.returncode}); see {log}", file=sys.stderr)
+    return 1
+
+
+def say_it_is_up(s: dict, state: Path, env: dict, auth: str) -> None:
     people = ", ".join(s["instructors"] + s["students"]) or "(accounts made at each first launch)"
     print(f"[3/3] the course hub is up: {s['url']}\n"
           f"      log in as: {people}" + (f"\n      password (the same for everyone; kept in "
@@ -240,9 +258,6 @@ def start(create_users: bool) -> int:
                                         if auth == "shared-password" else
                                         f"\n      with: {auth} (see the guide)") +
           "\n      stop it with Ctrl-C; remove the demo with `make hub-remove-demo`", flush=True)
-    hub.wait()
-    print(f"the hub exited on its own ({hub.returncode}); see {log}", file=sys.stderr)
-    return 1
 
 
 def stop_processes(name: str, seconds: float = 10) -> None:
