@@ -5,6 +5,7 @@ the accounts (``userdel --remove``) and the exchange folder.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pwd
@@ -60,12 +61,16 @@ def missing_requirements() -> str:
 
 
 def prepare() -> None:
-    """The users' environment (``make hub-env``) and the pinned proxy (``npm ci``), once."""
-    subprocess.run([sys.executable, str(HUB / "user_env.py"), "--prefix", str(PREFIX)], check=True,
-                   stdout=subprocess.DEVNULL)
-    if not (HUB / "node_modules" / ".bin" / "configurable-http-proxy").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True,
-                       stdout=subprocess.DEVNULL)
+    """The users' environment (``make hub-env``) and the pinned proxy (``npm ci``), once. The hub's
+    test files run side by side under ``make test`` and both prepare: one at a time (two ``npm ci``
+    in one folder at once fail, and two builds of one prefix would write over each other)."""
+    with open(f"{PREFIX}.prepare-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, str(HUB / "user_env.py"), "--prefix", str(PREFIX)],
+                       check=True, stdout=subprocess.DEVNULL)
+        if not (HUB / "node_modules" / ".bin" / "configurable-http-proxy").exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True,
+                           stdout=subprocess.DEVNULL)
 
 
 def free_ports(n: int = 4) -> int:
