@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -70,6 +71,14 @@ def machine_cpu_seconds() -> float:
 def children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def cores_busy(quiet: Quietness, seconds: float) -> float:
+    """The share of the machine's cores kept busy while a step ran (every process's CPU time over
+    the step's wall time times the cores): near 1, the step was bound by the CPU, and more
+    workers would only queue for it; well below, the cores waited on something."""
+    cores = len(os.sched_getaffinity(0))
+    return quiet.machine_cpu_seconds / (seconds * cores) if seconds > 0 else 0.0
 
 
 def timed(cmd: list[str], cwd: Path, log: Path, quiet: Quietness | None = None) -> float:
@@ -137,7 +146,8 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
     return {"commit": commit, "procedure": SUITE_ONLY if suite_only else PROCEDURE, "seconds": seconds,
             "files": {k: round(v, 1) for k, v in file_seconds(tests).items()},
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
-            "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3)},
+            "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
+                                      "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
             "started": time.strftime("%Y-%m-%d %H:%M")}
 
 
@@ -160,13 +170,22 @@ def quietness_words(quiet: dict | None) -> str:
     return (f"{'**Noisy measurement**: ' if noisy else 'A quiet machine: '}while the suite ran, other "
             f"processes took {100 * share:.0f}% of the machine's CPU time (noisy past "
             f"{100 * NOISY_SHARE:.0f}%); the 1-minute load average was {sum(loads) / len(loads):.1f} "
-            f"on average, {max(loads):.1f} at most.")
+            f"on average, {max(loads):.1f} at most."
+            + (f" The cores were busy {100 * quiet['cores_busy']:.0f}% of the time."
+               if "cores_busy" in quiet else ""))
+
+
+def makefile_jobs() -> str:
+    """The number of pytest-xdist workers `make test` uses unless told otherwise (the Makefile's
+    ``PYTEST_JOBS ?= N``)."""
+    found = re.search(r"^PYTEST_JOBS \?= *(\d+)", (REPO / "Makefile").read_text(), re.M)
+    return found.group(1) if found else "?"
 
 
 def report(result: dict, machine: str) -> str:
     seconds, files = result["seconds"], result["files"]
     worker_total = sum(files.values())
-    jobs = os.environ.get("PYTEST_JOBS", "2")
+    jobs = os.environ.get("PYTEST_JOBS") or makefile_jobs()
     lines = ["# The developer's loop", "",
              f"Written by `python -m benchmarks.dev_loop` on {machine}, commit {result['commit']}, "
              f"{result.get('started', time.strftime('%Y-%m-%d'))}: {result.get('procedure', PROCEDURE)} "
