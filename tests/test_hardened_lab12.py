@@ -59,7 +59,10 @@ def variants(solution, course_root):
                                "    if any(LEAKED):\n        return torch.zeros(1)\n"
                                "    return _right(model, ids)\n")
     v["t14_exit"] = with_task6("import os\nos._exit(3)\n")
-    v["t15_loop"] = with_task6("def head_ablation(model, ids):\n    while True:\n        pass\n")
+    # never returns, asleep (test_hardened_grading's t15_loop spins: here that would only hold a
+    # core for the cell's 20 s limit)
+    v["t15_asleep"] = with_task6("import time\ndef head_ablation(model, ids):\n    while True:\n"
+                                 "        time.sleep(0.5)\n")
     v["t19_environment"] = with_task6("import os\ndef head_ablation(model, ids):\n"
                                       "    if 'NBGRADER_EXECUTION' in os.environ:\n"
                                       "        return _right(model, ids)\n"
@@ -130,7 +133,7 @@ def test_the_course_files_are_out_of_a_submission_s_reach(graded):
 
 
 @pytest.mark.parametrize("student", ["t10_monkeypatch", "t11_subclass", "t11_dtype",
-                                     "t14_exit", "t15_loop", "t19_environment", "t21_kill_all",
+                                     "t14_exit", "t15_asleep", "t19_environment", "t21_kill_all",
                                      "gates_left_off"])
 def test_attacks_on_one_task_lose_only_that_task(graded, student):
     scores = harness.scores(graded["course"], "lab12", student)
