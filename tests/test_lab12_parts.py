@@ -369,12 +369,14 @@ def tiny_lm(ref, context=8):
 
 @pytest.mark.parametrize("stride", [1, 3, 8])
 def test_token_bits_counts_each_token_once_as_bits_per_character_does(ref, stride):
-    """The optional part's reference: its sum is bits_per_character's (given 1 character), and
-    one window's bits are the model's own next-token probabilities."""
+    """The optional part's reference: its sum is bits_per_character's (given 1 character), its
+    windows scored in batches give what they give one at a time, and one window's bits are the
+    model's own next-token probabilities."""
     model, ids = tiny_lm(ref), torch.randint(0, 11, (37,), generator=torch.Generator().manual_seed(1))
     bits = ref.token_bits(model, ids, stride)
     assert tuple(bits.shape) == (36,) and bits.dtype == torch.float32
     assert float(bits.sum()) == pytest.approx(ref.bits_per_character(model, ids, 1, stride), rel=1e-5)
+    assert torch.allclose(ref.token_bits(model, ids, stride, windows_per_batch=1), bits, atol=1e-5)
     short = ids[:8]                                                    # one window: no stride
     with torch.no_grad():
         p = torch.softmax(model(short[None, :-1])[0], -1)              # (7, V)
