@@ -13,10 +13,10 @@ book: $(STAMP) browser-deps          ## build the executed book (and its PDF) in
 	$(PY) -m attention_course_instructor.book.build
 
 # Every test file runs whole on one of PYTEST_JOBS workers (pytest-xdist), longest files first
-# (tests/conftest.py); PYTEST_JOBS=0 runs them in this process, one after another. Three workers
-# on CI's 2 cores: with two, the cores idled while a worker waited on a hub, a browser or a timeout
-# (a clean-clone run: 1917 s with 2 workers; with 3, both cores were busy 97% of the run).
-PYTEST_JOBS ?= 3
+# (tests/conftest.py); PYTEST_JOBS=0 runs them in this process, one after another. Two workers on
+# CI's 2 cores: the suite is bound by the CPU (with 3 workers both cores were busy 98% of a
+# clean-clone run, and it took 2081 s against 1917 s with 2).
+PYTEST_JOBS ?= 2
 test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
