@@ -426,6 +426,8 @@ def test_the_mixture_cell_names_what_a_wrong_token_bits_got_wrong(ref):
     with pytest.raises(ValueError, match=r"should return shape \(49,\), one number per token after the "
                                          r"first; got \(50,\)"):
         run_mixture_cell(ref, lambda model, ids, stride=None: torch.zeros(len(ids)))
+    with pytest.raises(TypeError, match="token_bits should return a torch tensor; got list"):
+        run_mixture_cell(ref, lambda model, ids, stride=None: ref.token_bits(model, ids, stride).tolist())
     for wrong in (2.0, math.log(2)):                  # every token twice; nats, not bits
         with pytest.raises(ValueError, match=r"over 49 tokens, but your bits_per_character spends .* "
                                              r"count each token after the first once, in bits"):

@@ -54,7 +54,8 @@ def fit(model: nn.Module, next_batch: Callable[[int], object], loss_of: Callable
     (``torch.optim.swa_utils``) and leaves the model holding it at the end. Returns
     ``{"train_seconds", "final_loss", "losses"}`` (every step's loss), plus ``"evaluations"``
     when ``evaluate`` is given (the evaluation time is not training time). ``steps=0`` trains
-    nothing and makes no optimiser (an autograder's run: torch's first optimiser costs a second).
+    nothing and makes no optimiser (an autograder's run: torch's first optimiser costs a second):
+    no losses, no evaluations, and a ``final_loss`` of 0.0 that measures nothing.
     """
     if steps == 0:
         model.eval()
