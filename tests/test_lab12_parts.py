@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -413,6 +414,14 @@ def test_the_mixture_cell_mixes_the_two_on_validation_and_scores_test(ref):
     printed = run_mixture_cell(ref, ref.token_bits).splitlines()
     assert [line.split(":")[0] for line in printed] == ["validation", "test"]
     assert all("the token n-gram" in line and "the mixture (" in line for line in printed)
+
+
+def test_the_text_names_the_number_of_tokens_the_cell_checks():
+    """The optional part's text says how much of each split the mixture cell checks."""
+    nb = load_nb(REPO / "source/lab12/lab12.ipynb")
+    checked = int(re.search(r"^CHECKED_TOKENS = (\d+)", mixture_cell(), re.M).group(1))
+    text = next(c.source for c in nb.cells if grade_id(c) == "mixture_intro")
+    assert f"checks that on the first {checked:,d} tokens of each split" in " ".join(text.split())
 
 
 def test_the_mixture_cell_says_the_part_is_optional_when_it_is_left_undone(ref):
