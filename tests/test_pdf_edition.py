@@ -281,6 +281,19 @@ def test_the_outline_spells_the_headings_as_written(book_pdf, built_book, pages)
                                                   "'8.2 Attention: a context for each output step'"]
 
 
+
+def test_an_outline_entry_is_matched_to_its_heading_however_chromium_spelled_it():
+    """Chromium's own titles for the book's headings, squeezed as ``finish`` squeezes them; the
+    third is a wrapped heading at the top of a sheet, its first line twice (Lab 12's Task 7)."""
+    alike = pdf_edition.begins_alike
+    task7 = "Task7:whatthemaps,theablationandthedatasay(8points,gradedbyhand)"
+    assert alike("Whydivideby", "Whydivideby")                       # the formula left out of both
+    assert alike("8.2Attention:acontextforeachoutputstep", "8.2Attention:acontextforeachoutputstep")
+    assert alike(task7[:-5] + task7, task7)
+    assert not alike("Task1:byte-pairencoding(6points,autograded)", "Task2:masks,attention,heads(7points,autograded)")
+    assert not alike("Task7:whatthemapsshow,andwhattheydonot(6points,gradedbyhand)", task7)
+    assert not alike("X", "Why") and not alike("", "Why")
+
 def test_the_body_is_set_in_the_book_typeface(book_pdf):
     fonts = set()
     for page in book_pdf.pages[2:12]:

@@ -33,6 +33,7 @@ import argparse
 import html as html_lib
 import json
 import logging
+import os
 import posixpath
 import re
 import sys
@@ -508,6 +509,19 @@ def _squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+ALIKE = 30          # characters, spaces aside, that an outline entry and its heading share at least
+
+
+def begins_alike(shown: str, heading: str) -> bool:
+    """Whether Chromium's outline entry ``shown`` is the heading ``heading`` (both squeezed, the
+    heading's formulas taken out): one begins the other, or they share their first ``ALIKE``
+    characters. Chromium leaves a heading's formulas out and joins the lines of one that wraps;
+    a wrapped heading at the top of a sheet has come out with its first line twice ("... graded
+    byTask 7: ... graded byhand)")."""
+    common = len(os.path.commonprefix([shown, heading]))
+    return bool(shown) and common >= max(1, min(len(shown) - 1, len(heading), ALIKE))
+
+
 def finish(printed: Path, overlay: Path, pdf: Path, titles: list[str]) -> Path:
     """The printed book with the overlay's running heads and page numbers drawn onto its sheets,
     and its outline's titles set to the headings' own text (``titles``, in document order): each
@@ -534,7 +548,7 @@ def finish(printed: Path, overlay: Path, pdf: Path, titles: list[str]) -> Path:
             shown = _squeezed(str(node.get("/Title", "")))
             for ahead in range(position, min(position + 8, len(wanted))):
                 key, title = wanted[ahead]
-                if shown and (key.startswith(shown) or shown.startswith(key[:max(1, len(shown) - 1)])):
+                if begins_alike(shown, key):
                     node[NameObject("/Title")] = TextStringObject(title)
                     position = ahead + 1
                     break
@@ -590,10 +604,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--toc", type=Path, default=build.ROOT / "_toc.yml",
                         help="its table of contents (the student edition's leaves out a part)")
     args = parser.parse_args(argv)
-    if not (args.html / "index.html").exists():
-        sys.exit(f"no book is built in {args.html}: run `make book` first")
+    html = args.html.resolve()                  # the pages are opened by their file URIs
+    if not (html / "index.html").exists():
+        sys.exit(f"no book is built in {html}: run `make book` first")
     started = time.time()
-    pdf = build_pdf(args.html, yaml.safe_load(args.toc.read_text()))
+    pdf = build_pdf(html, yaml.safe_load(args.toc.read_text()))
     print(f"The book as a PDF: {pdf} ({time.time() - started:.0f} s)")
 
 
