@@ -281,7 +281,6 @@ def test_the_outline_spells_the_headings_as_written(book_pdf, built_book, pages)
                                                   "'8.2 Attention: a context for each output step'"]
 
 
-
 def test_an_outline_entry_is_matched_to_its_heading_however_chromium_spelled_it():
     """Chromium's own titles for the book's headings, squeezed as ``finish`` squeezes them; the
     third is a wrapped heading at the top of a sheet, its first line twice (Lab 12's Task 7)."""
@@ -293,6 +292,7 @@ def test_an_outline_entry_is_matched_to_its_heading_however_chromium_spelled_it(
     assert not alike("Task1:byte-pairencoding(6points,autograded)", "Task2:masks,attention,heads(7points,autograded)")
     assert not alike("Task7:whatthemapsshow,andwhattheydonot(6points,gradedbyhand)", task7)
     assert not alike("X", "Why") and not alike("", "Why")
+
 
 def test_the_body_is_set_in_the_book_typeface(book_pdf):
     fonts = set()
