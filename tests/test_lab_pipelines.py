@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 import nbgrader_harness as harness
-from attention_course_instructor.grading.notebook import autograded_test_ids
+from attention_course_instructor.grading.notebook import autograded_test_ids, grade_id
 from conftest import REPO, load_nb
 
 pytestmark = pytest.mark.slow
@@ -23,17 +23,21 @@ class LabFacts:
     autograded_points: int
     long_running: frozenset           # locked cells that train or measure (no test depends on them)
     full_run_shows: tuple             # strings a full run of the solution prints or displays
+    skipped_when_grading: frozenset   # locked cells the autograder skips, saying so
 
 
 LABS = {
     "lab8": LabFacts(9, 23, frozenset({"task5_train", "task5_compare", "task6_maps"}),
-                     ("| 16 |", "attention exact")),
+                     ("| 16 |", "attention exact"),
+                     frozenset({"task5_train", "task5_compare", "task6_maps"})),
     "lab12": LabFacts(11, 27, frozenset({"ngram_fit", "train_model", "train_plot", "data_size",
                                          "generate_show", "generate_cost", "task6_maps", "task6_measure",
                                          "verdict", "mixture"}),
                       ("the model to beat", "bits per character", "the heads that matter most", "with it",
                        "characters: your model", "test split", "95% interval", "verdict: ",
-                       "the mixture (")),
+                       "the mixture ("),
+                      frozenset({"generate_show", "generate_cost", "task6_maps", "task6_measure",
+                                 "verdict"})),
 }
 
 
@@ -105,7 +109,7 @@ def test_points_stated_match_metadata(lab):
 SHORTER_TRAINING = {
     "lab8": "LAB_TRAINING = {name: replace(config, steps=150) for name, config in LAB_TRAINING.items()}\n"
             "EVAL_COUNT = 40\n",
-    "lab12": "TRAIN_STEPS, EVAL_EVERY = 120, 60   # two validation scores\n",
+    "lab12": "TRAIN_STEPS, EVAL_EVERY = 60, 30   # two validation scores\n",
 }
 
 
@@ -161,12 +165,19 @@ def test_hidden_tests_pass_without_the_grading_variable(lab):
             "a test cell that evaluates to a value could be read as partial credit"
 
 
-def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(graded):
-    """Through stock `nbgrader autograde` with the course's configuration: the solution gets
-    every autograded point, the untouched release none."""
+@pytest.fixture(scope="module")
+def autograded(graded):
+    """The solution and the untouched release through stock `nbgrader autograde` with the
+    course's configuration: (lab, the assignment, their scores)."""
     lab, assignment = graded
     scores = assignment.grade({"solution": REPO / "solutions" / lab / f"{lab}.ipynb",
                                "untouched": REPO / "labs" / lab / f"{lab}.ipynb"})
+    return lab, assignment, scores
+
+
+def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(autograded):
+    """The solution gets every autograded point, the untouched release none."""
+    lab, _, scores = autograded
     auto = set(autograded_test_ids(load_nb(source(lab) / f"{lab}.ipynb")))
     solution, untouched = ({c: s for c, s in scores[who].items() if c in auto}
                            for who in ("solution", "untouched"))
@@ -174,3 +185,15 @@ def test_nbgrader_gives_the_solution_full_marks_and_the_release_zero(graded):
         LABS[lab].autograded_points
     assert sum(s.score for s in solution.values()) == LABS[lab].autograded_points
     assert sum(s.score for s in untouched.values()) == 0
+
+
+def test_the_autograder_skips_what_an_untrained_model_would_draw_and_says_so(autograded):
+    """Under `nbgrader autograde` (NBGRADER_EXECUTION set) the cells that would train, time, draw
+    or judge a barely trained model print that they are skipped instead: the solution's
+    autograded notebook."""
+    lab, assignment, _ = autograded
+    path = assignment.course.root / "autograded" / "solution" / lab / f"{lab}.ipynb"
+    said = {grade_id(c): "".join(o.get("text", "") for o in c.get("outputs", []))
+            for c in load_nb(path).cells if c.cell_type == "code" and grade_id(c)}
+    assert {g: said.get(g, "")[:80] for g in LABS[lab].skipped_when_grading
+            if "the autograder skips" not in said.get(g, "")} == {}
