@@ -10,7 +10,7 @@ Clones the committed ``HEAD`` (as CI does) into a temporary folder and writes
 ``benchmarks/results/dev_loop.md`` and ``dev_loop.json``. Targets (issues 37 and 53): a cold book
 within 3 minutes, the suite within 20, on 2 cores. A measurement is only as good as the machine is
 quiet: the report states the load average over the suite and the share of the machine's CPU time
-that other processes took meanwhile (``/proc/stat`` less the suite's own), and calls the
+that other processes took meanwhile (those already running when it began), and calls the
 measurement noisy past ``NOISY_SHARE``.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -51,14 +50,14 @@ class Quietness:
 
     load_averages: list = field(default_factory=list)       # 1-minute load average, sampled
     machine_cpu_seconds: float = 0.0                         # every process's CPU time meanwhile
-    own_cpu_seconds: float = 0.0                             # the step's own (its processes)
+    others_cpu_seconds: float = 0.0                          # that of processes older than the step
 
     @property
     def others_share(self) -> float:
         """The share of the machine's CPU time taken by processes that were not the step's."""
         if self.machine_cpu_seconds <= 0:
             return 0.0
-        return max(0.0, self.machine_cpu_seconds - self.own_cpu_seconds) / self.machine_cpu_seconds
+        return min(1.0, self.others_cpu_seconds / self.machine_cpu_seconds)
 
 
 def machine_cpu_seconds() -> float:
@@ -68,9 +67,39 @@ def machine_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def process_cpu_seconds() -> dict[tuple[int, int], float]:
+    """CPU time (user and system) of every process running now but this one, by (pid, start
+    time), so that a reused pid is another process."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()     # from the 3rd field on
+        except (OSError, IndexError):
+            continue                                                # ended meanwhile
+        pid = int(stat.parent.name)
+        if pid != os.getpid():
+            found[(pid, int(fields[19]))] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+class OlderProcesses:
+    """The CPU time spent since ``start()`` by the processes that were running then: none of them
+    is the step's (it starts after). The step's own processes cannot be told by who waited for
+    them: a process group killed at a time-out, a sandbox's or a server's children, are nobody's
+    child any more when they end, and their CPU time is counted nowhere (the suite's own such
+    processes once made a quiet run look 35% noisy). A process that started during the step for
+    someone else counts as the step's."""
+
+    def start(self) -> None:
+        self.before = process_cpu_seconds()
+        self.latest = dict(self.before)
+
+    def sample(self) -> None:
+        now = process_cpu_seconds()
+        self.latest.update({key: seconds for key, seconds in now.items() if key in self.before})
+
+    def seconds(self) -> float:
+        return sum(self.latest[key] - self.before[key] for key in self.before)
 
 
 def cores_busy(quiet: Quietness, seconds: float) -> float:
@@ -88,20 +117,26 @@ def timed(cmd: list[str], cwd: Path, log: Path, quiet: Quietness | None = None) 
     quiet = quiet if quiet is not None else Quietness()
     stop = threading.Event()
 
+    older = OlderProcesses()
+
     def sample():
         while not stop.wait(LOAD_EVERY):
             quiet.load_averages.append(os.getloadavg()[0])
+            older.sample()
 
     sampler = threading.Thread(target=sample, daemon=True)
-    machine_before, own_before = machine_cpu_seconds(), children_cpu_seconds()
+    older.start()
+    machine_before = machine_cpu_seconds()
     start = time.perf_counter()
     sampler.start()
     with open(log, "w") as out:
         done = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
     stop.set()
+    sampler.join()
     quiet.machine_cpu_seconds = machine_cpu_seconds() - machine_before
-    quiet.own_cpu_seconds = children_cpu_seconds() - own_before
+    older.sample()
+    quiet.others_cpu_seconds = older.seconds()
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}); see {log}")
     return seconds

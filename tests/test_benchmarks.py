@@ -86,13 +86,41 @@ def test_grading_reports_are_computed_from_what_was_measured():
     assert dask_grading.report(differ).endswith("every submission: NO.")
 
 
+def test_the_dev_loop_counts_as_others_only_what_ran_before_the_step():
+    """A process busy before the step began is another's and its CPU time is counted; one started
+    during the step is the step's, even one that nobody waits for (in a session of its own, as a
+    sandbox's or a killed kernel's children end up), and is never counted as others'."""
+    import subprocess
+    import sys
+
+    from benchmarks import dev_loop
+
+    # one CPU-second of work, then a line, then asleep until killed
+    spin = [sys.executable, "-c", "import time\nwhile time.process_time() < 1: pass\n"
+            "print('spun', flush=True)\ntime.sleep(60)"]
+    older = subprocess.Popen(spin, stdout=subprocess.PIPE, text=True)
+    watch = dev_loop.OlderProcesses()
+    watch.start()
+    orphan = subprocess.Popen(spin, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert older.stdout.readline() == orphan.stdout.readline() == "spun\n"
+        watch.sample()
+    finally:
+        for process in (older, orphan):
+            process.kill()
+            process.wait()
+    [key] = [key for key in watch.before if key[0] == older.pid]
+    assert watch.latest[key] - watch.before[key] > 0.5          # what it spun after the start
+    assert not [key for key in watch.latest if key[0] == orphan.pid]
+
+
 def test_the_dev_loop_says_when_its_measurement_is_noisy():
     """The suite's time is only as good as the machine was quiet: the page says what share of the
     CPU other processes took, and calls the run noisy past the threshold; it lists the slowest tests."""
     from benchmarks import dev_loop
 
-    quiet = dev_loop.Quietness([2.1, 2.4], machine_cpu_seconds=2000.0, own_cpu_seconds=1900.0)
-    busy = dev_loop.Quietness([6.0, 9.5], machine_cpu_seconds=2000.0, own_cpu_seconds=1000.0)
+    quiet = dev_loop.Quietness([2.1, 2.4], machine_cpu_seconds=2000.0, others_cpu_seconds=100.0)
+    busy = dev_loop.Quietness([6.0, 9.5], machine_cpu_seconds=2000.0, others_cpu_seconds=1000.0)
     assert (round(quiet.others_share, 3), busy.others_share) == (0.05, 0.5)
     result = {"commit": "abc1234", "seconds": {"make test": 1100}, "files": {"test_a.py": 900.0},
               "slowest": {"test_a.py::test_one": 600.0}}

@@ -104,7 +104,7 @@ def test_points_stated_match_metadata(lab):
 
 # What the full run shortens: the training length only (every cell runs, on the full text, down the
 # path a student's run takes). The full length is timed in benchmarks/results/lab8_timing.md and
-# lab12.md (a complete run: 125 s and 377 s on a quiet machine; 250 s and 750 s in this suite's
+# lab12.md (a complete run: 118 s and 377 s on a quiet machine; 250 s and 750 s in this suite's
 # load); here it would be a quarter of the whole suite's time for no other check.
 SHORTER_TRAINING = {
     "lab8": "LAB_TRAINING = {name: replace(config, steps=150) for name, config in LAB_TRAINING.items()}\n"
