@@ -1,7 +1,8 @@
 """The developer's loop, measured as a fresh machine pays it: a cold ``make book`` on a clean clone
 (a new virtual environment, the npm assets, every page executed), the same ``make book`` again
 (everything cached), and the full suite as CI runs it (``.ci/run``'s ``make test``), with each test
-file's share of the workers' time and the slowest tests.
+file's share of the workers' time, the CPU time its processes spent (``benchmarks.suite_cpu``),
+and the slowest tests.
 
     python -m benchmarks.dev_loop                 # about 35 minutes on 2 cores
     python -m benchmarks.dev_loop --suite-only    # the suite alone (it builds the book it needs)
@@ -30,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.report import Target, machine, markdown_table, write
+from benchmarks.suite_cpu import BETWEEN, cpu_by_file
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, unit=" s")}
@@ -39,6 +41,8 @@ TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, u
 BEFORE = {"cold make book": (295, "issue 37, a quiet machine"),
           "make test": (1629, "CI on this machine, commit 1e3ea62, one process")}
 CI_ARGS = "-p no:cacheprovider --durations=15"                      # as .ci/run passes them
+# and, to count each file's CPU time, a sampling thread in each worker (2 ms of CPU a look, 0.4% of a core)
+CPU_ARGS = "-p benchmarks.suite_cpu --cpu-by-file={folder}"
 SLOWEST = 15                          # tests listed by their own seconds
 NOISY_SHARE = 0.10                    # other processes' share of the CPU time past which a run is noisy
 LOAD_EVERY = 15                       # seconds between load-average samples
@@ -174,12 +178,14 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
     if not suite_only:
         seconds["cold make book"] = round(timed(["make", "book"], books, workdir / "book-cold.log"))
         seconds["cached make book"] = round(timed(["make", "book"], books, workdir / "book-cached.log"))
-    junit, quiet = workdir / "suite.xml", Quietness()
-    seconds["make test"] = round(timed(["make", "test", f"PYTEST_ARGS={CI_ARGS} --junitxml={junit}"],
-                                       suite_clone, workdir / "suite.log", quiet))
+    junit, quiet, cpu = workdir / "suite.xml", Quietness(), workdir / "cpu"
+    args = f"{CI_ARGS} --junitxml={junit} {CPU_ARGS.format(folder=cpu)}"
+    seconds["make test"] = round(timed(["make", "test", f"PYTEST_ARGS={args}"], suite_clone,
+                                       workdir / "suite.log", quiet))
     tests = seconds_by_test(junit)
     return {"commit": commit, "procedure": SUITE_ONLY if suite_only else PROCEDURE, "seconds": seconds,
             "files": {k: round(v, 1) for k, v in file_seconds(tests).items()},
+            "cpu": {k: round(v, 1) for k, v in cpu_by_file(cpu).items()},
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
             "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
                                       "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
@@ -210,6 +216,19 @@ def quietness_words(quiet: dict | None) -> str:
                if "cores_busy" in quiet else ""))
 
 
+def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) -> str:
+    """What the suite's CPU time means for its wall time: no schedule on ``cores`` cores can finish
+    the work in less than the CPU time over the cores."""
+    total = sum(cpu.values())
+    largest = [name for name in cpu if name != BETWEEN][:3]
+    words = (f"The suite's processes spent {total:.0f} CPU-seconds ({cpu.get(BETWEEN, 0):.0f} of them "
+             f"outside any test; sampled in each worker's process tree, `benchmarks/suite_cpu.py`): "
+             f"on {cores} cores no schedule finishes that work in under {total / cores:.0f} s")
+    if suite_seconds:
+        words += f"; this run's `make test` took {suite_seconds:.0f} s, the install included"
+    return words + ". Most of it: " + ", ".join(f"{name} {cpu[name]:.0f}" for name in largest) + "."
+
+
 def makefile_jobs() -> str:
     """The number of pytest-xdist workers `make test` uses unless told otherwise (the Makefile's
     ``PYTEST_JOBS ?= N``)."""
@@ -233,10 +252,15 @@ def report(result: dict, machine: str) -> str:
         lines += ["", quietness_words(result["quiet"])]
     for note in result.get("notes", []):
         lines += ["", note]
+    cpu = result.get("cpu") or {}
+    if cpu:
+        lines += ["", cpu_words(cpu, seconds.get("make test"), len(os.sched_getaffinity(0)))]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
-              f"{worker_total:.0f} s in all, over {jobs} workers):", ""]
-    lines += [markdown_table(["test file", "seconds", "share"],
+              f"{worker_total:.0f} s in all, over {jobs} workers)"
+              + (", and the CPU time of its processes" if cpu else "") + ":", ""]
+    lines += [markdown_table(["test file", "seconds", "share"] + (["CPU seconds"] if cpu else []),
                              [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
+                              + ([f"{cpu.get(name, 0):.0f}"] if cpu else [])
                               for name, s in files.items()])]
     if result.get("slowest"):
         lines += ["", f"The {len(result['slowest'])} slowest tests (a module fixture's set-up counts "

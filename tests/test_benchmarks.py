@@ -2,6 +2,7 @@
 read, trained or run until a module's ``main``."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -130,3 +131,51 @@ def test_the_dev_loop_says_when_its_measurement_is_noisy():
     assert "**Noisy measurement**" in noisy and "took 50%" in noisy and "9.5 at most" in noisy
     assert "| test_a.py::test_one | 600 |" in calm
     assert "| make test | 1100 | 18.3 | at most 1200 s: met |" in calm
+
+
+SPINS = """
+import subprocess, sys
+
+def test_a_child_spins():
+    subprocess.run([sys.executable, "-c", "import time\\nwhile time.process_time() < 2: pass"], check=True)
+"""
+SLEEPS = """
+import time
+
+def test_it_waits():
+    time.sleep(2)
+"""
+
+
+def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_path):
+    """Two workers, one file each: the file whose test starts a process that spins for two
+    CPU-seconds is charged them (less what its last sample misses), the file that sleeps as long
+    almost nothing; each worker writes its own count, the controller none (its tree holds theirs)."""
+    from benchmarks.suite_cpu import cpu_by_file
+
+    (tmp_path / "test_spins.py").write_text(SPINS)
+    (tmp_path / "test_sleeps.py").write_text(SLEEPS)
+    counts = tmp_path / "cpu"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
+                           "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile", "-p", "benchmarks.suite_cpu",
+                           f"--cpu-by-file={counts}", "test_spins.py", "test_sleeps.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(p.name for p in counts.iterdir()) == ["gw0.json", "gw1.json"]
+    spent = cpu_by_file(counts)
+    assert 1.4 <= spent["test_spins.py"] <= 2.6, spent
+    assert spent["test_sleeps.py"] < 0.5, spent
+
+
+def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
+    from benchmarks import dev_loop
+
+    result = {"commit": "abc1234", "seconds": {"make test": 1300}, "files": {"test_a.py": 900.0, "test_b.py": 700.0},
+              "cpu": {"test_a.py": 1500.0, "test_b.py": 400.0, "(between tests)": 100.0}}
+    page = dev_loop.report(result, "m")
+    assert "| test file | seconds | share | CPU seconds |" in page
+    assert "| test_a.py | 900 | 56.2% | 1500 |" in page and "| test_b.py | 700 | 43.8% | 400 |" in page
+    cores = len(os.sched_getaffinity(0))
+    assert (f"spent 2000 CPU-seconds (100 of them outside any test" in page
+            and f"on {cores} cores no schedule finishes that work in under {2000 / cores:.0f} s" in page)

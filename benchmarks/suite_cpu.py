@@ -1,0 +1,118 @@
+"""A pytest plugin for ``benchmarks.dev_loop``: the CPU time each test file costs, counted in the
+process tree of the pytest process that runs it (with pytest-xdist, each worker's).
+
+    python -m pytest -p benchmarks.suite_cpu --cpu-by-file=FOLDER ...
+
+Every ``SAMPLE_EVERY`` seconds a thread of each pytest process reads the CPU time (user and
+system) of that process and of every process below it -- kernels, sandboxes, servers, browsers,
+the processes they start -- each known by (pid, start time), and adds what each spent since the
+last look to the test file running then. A process is counted by its own time only, never by its
+children's (which would count them twice once they are reaped). What escapes: a process's last
+fraction of a sample before it ends, and a process whose parent ended first (it leaves the tree).
+At the end each process writes ``{test file: CPU seconds}`` to ``FOLDER/<worker>.json``;
+``"(between tests)"`` holds what was spent outside any test (start-up, session fixtures' tear-down).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+SAMPLE_EVERY = 0.5                     # seconds between looks at the process tree
+BETWEEN = "(between tests)"
+
+
+class TreeCpu:
+    """CPU seconds spent by a process and its descendants, handed to whatever is running."""
+
+    def __init__(self, root: psutil.Process | None = None):
+        self.root = root or psutil.Process()
+        self.seen: dict[tuple[int, float], float] = {}
+        self.by_file: dict[str, float] = {}
+        self.running = BETWEEN
+        self.lock = threading.Lock()
+        self._own_start = self._cpu(self.root)           # the root's time before we looked
+
+    @staticmethod
+    def _cpu(process: psutil.Process) -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    def sample(self) -> None:
+        try:
+            processes = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return
+        spent = 0.0
+        for process in processes:
+            try:
+                key, seconds = (process.pid, process.create_time()), self._cpu(process)
+            except psutil.Error:
+                continue                                  # ended meanwhile
+            before = self.seen.get(key, self._own_start if process is self.root else 0.0)
+            self.seen[key] = seconds
+            spent += max(0.0, seconds - before)
+        with self.lock:
+            self.by_file[self.running] = self.by_file.get(self.running, 0.0) + spent
+
+    def now_running(self, name: str) -> None:
+        self.sample()                                     # what came before goes to the previous
+        with self.lock:
+            self.running = name
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-by-file", metavar="FOLDER", default=None,
+                     help="write each test file's CPU seconds (its process tree) to FOLDER/<worker>.json")
+
+
+def pytest_configure(config):
+    folder = config.getoption("--cpu-by-file")
+    xdist_controller = bool(getattr(config.option, "numprocesses", 0)) and not hasattr(config, "workerinput")
+    if not folder or xdist_controller:            # the controller's tree holds the workers' trees
+        return
+    tree, stop = TreeCpu(), threading.Event()
+
+    def loop():
+        while not stop.wait(SAMPLE_EVERY):
+            tree.sample()
+
+    thread = threading.Thread(target=loop, name="suite-cpu", daemon=True)
+    thread.start()
+    config._suite_cpu = (tree, stop, thread, Path(folder))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    state = getattr(item.config, "_suite_cpu", None)
+    if state:
+        state[0].now_running(item.path.name)
+    yield                                         # set-up, call, and the tear-downs this test ends
+    if state:
+        state[0].now_running(BETWEEN)
+
+
+def pytest_unconfigure(config):
+    state = getattr(config, "_suite_cpu", None)
+    if not state:
+        return
+    tree, stop, thread, folder = state
+    stop.set()
+    thread.join()
+    tree.sample()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    (folder / f"{name}.json").write_text(json.dumps({k: round(v, 2) for k, v in tree.by_file.items()}))
+
+
+def cpu_by_file(folder: Path) -> dict[str, float]:
+    """Each test file's CPU seconds, summed over the workers' files in ``folder``, largest first."""
+    totals: dict[str, float] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        for name, seconds in json.loads(path.read_text()).items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
