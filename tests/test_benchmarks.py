@@ -157,8 +157,9 @@ def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_pat
     (tmp_path / "test_sleeps.py").write_text(SLEEPS)
     counts = tmp_path / "cpu"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
-                           "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile", "-p", "benchmarks.suite_cpu",
-                           f"--cpu-by-file={counts}", "test_spins.py", "test_sleeps.py"],
+                           "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile",
+                           "-p", "benchmarks.suite_cpu", f"--cpu-by-file={counts}",
+                           "test_spins.py", "test_sleeps.py"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -169,9 +170,11 @@ def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_pat
 
 
 def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
+    """Beside each file's worker-seconds its CPU time, and the least time the whole could take."""
     from benchmarks import dev_loop
 
-    result = {"commit": "abc1234", "seconds": {"make test": 1300}, "files": {"test_a.py": 900.0, "test_b.py": 700.0},
+    result = {"commit": "abc1234", "seconds": {"make test": 1300},
+              "files": {"test_a.py": 900.0, "test_b.py": 700.0},
               "cpu": {"test_a.py": 1500.0, "test_b.py": 400.0, "(between tests)": 100.0}}
     page = dev_loop.report(result, "m")
     assert "| test file | seconds | share | CPU seconds |" in page
