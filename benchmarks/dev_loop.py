@@ -222,7 +222,8 @@ def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) ->
     total = sum(cpu.values())
     largest = [name for name in cpu if name != BETWEEN][:3]
     words = (f"The suite's processes spent {total:.0f} CPU-seconds ({cpu.get(BETWEEN, 0):.0f} of them "
-             f"outside any test; sampled in each worker's process tree, `benchmarks/suite_cpu.py`): "
+             f"outside any test; sampled in each worker's process tree, `benchmarks/suite_cpu.py`, "
+             f"which misses processes shorter than half a second and the xdist controller): "
              f"on {cores} cores no schedule finishes that work in under {total / cores:.0f} s")
     if suite_seconds:
         words += f"; this run's `make test` took {suite_seconds:.0f} s, the install included"
@@ -257,7 +258,8 @@ def report(result: dict, machine: str) -> str:
         lines += ["", cpu_words(cpu, seconds.get("make test"), len(os.sched_getaffinity(0)))]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers)"
-              + (", and the CPU time of its processes" if cpu else "") + ":", ""]
+              + (", and the CPU time of its processes, more than its seconds where it kept more than one "
+                 "core busy" if cpu else "") + ":", ""]
     lines += [markdown_table(["test file", "seconds", "share"] + (["CPU seconds"] if cpu else []),
                              [[name, f"{s:.0f}", f"{100 * s / worker_total:.1f}%"]
                               + ([f"{cpu.get(name, 0):.0f}"] if cpu else [])

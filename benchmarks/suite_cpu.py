@@ -1,16 +1,21 @@
 """A pytest plugin for ``benchmarks.dev_loop``: the CPU time each test file costs, counted in the
-process tree of the pytest process that runs it (with pytest-xdist, each worker's).
+process tree of the pytest process that runs it (with pytest-xdist, each worker's). From the
+repository root, for a few files (an empty FOLDER; the workers' files are summed by
+:func:`cpu_by_file`):
 
-    python -m pytest -p benchmarks.suite_cpu --cpu-by-file=FOLDER ...
+    python -m pytest -p benchmarks.suite_cpu --cpu-by-file=FOLDER [-n 2 --dist loadfile] tests/...
 
 Every ``SAMPLE_EVERY`` seconds a thread of each pytest process reads the CPU time (user and
 system) of that process and of every process below it -- kernels, sandboxes, servers, browsers,
 the processes they start -- each known by (pid, start time), and adds what each spent since the
 last look to the test file running then. A process is counted by its own time only, never by its
-children's (which would count them twice once they are reaped). What escapes: a process's last
-fraction of a sample before it ends, and a process whose parent ended first (it leaves the tree).
-At the end each process writes ``{test file: CPU seconds}`` to ``FOLDER/<worker>.json``;
-``"(between tests)"`` holds what was spent outside any test (start-up, session fixtures' tear-down).
+children's (which would count them twice once they are reaped). What escapes: what a process
+spends after its last look (so a process that lives less than ``SAMPLE_EVERY`` escapes whole),
+a process whose parent ended first (it leaves the tree), pytest's start-up before the plugin is
+configured, and the xdist controller's own time (its tree holds the workers', which count
+themselves). At the end each process writes ``{test file: CPU seconds}`` to
+``FOLDER/<worker>.json``; ``"(between tests)"`` holds what was spent outside any test's set-up,
+call and tear-down (a session fixture's tear-down counts for the last test's file).
 """
 from __future__ import annotations
 
@@ -43,6 +48,10 @@ class TreeCpu:
         return times.user + times.system
 
     def sample(self) -> None:
+        with self.lock:                                   # the timer and a new test both look
+            self._sample()
+
+    def _sample(self) -> None:
         try:
             processes = [self.root, *self.root.children(recursive=True)]
         except psutil.Error:
@@ -56,12 +65,11 @@ class TreeCpu:
             before = self.seen.get(key, self._own_start if process is self.root else 0.0)
             self.seen[key] = seconds
             spent += max(0.0, seconds - before)
-        with self.lock:
-            self.by_file[self.running] = self.by_file.get(self.running, 0.0) + spent
+        self.by_file[self.running] = self.by_file.get(self.running, 0.0) + spent
 
     def now_running(self, name: str) -> None:
-        self.sample()                                     # what came before goes to the previous
         with self.lock:
+            self._sample()                                # what came before goes to the previous
             self.running = name
 
 
@@ -72,8 +80,14 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     folder = config.getoption("--cpu-by-file")
-    xdist_controller = bool(getattr(config.option, "numprocesses", 0)) and not hasattr(config, "workerinput")
-    if not folder or xdist_controller:            # the controller's tree holds the workers' trees
+    if not folder:
+        return
+    worker = hasattr(config, "workerinput")
+    if not worker:                                # this run's counts only: earlier ones go
+        for old in Path(folder).glob("*.json"):
+            old.unlink()
+    distributing = bool(getattr(config.option, "numprocesses", 0) or getattr(config.option, "tx", None))
+    if distributing and not worker:               # the controller's tree holds the workers' trees
         return
     tree, stop = TreeCpu(), threading.Event()
 

@@ -150,12 +150,15 @@ def test_it_waits():
 def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_path):
     """Two workers, one file each: the file whose test starts a process that spins for two
     CPU-seconds is charged them (less what its last sample misses), the file that sleeps as long
-    almost nothing; each worker writes its own count, the controller none (its tree holds theirs)."""
+    almost nothing; each worker writes its own count, the controller none (its tree holds theirs),
+    and a count an earlier run left in the folder is gone."""
     from benchmarks.suite_cpu import cpu_by_file
 
     (tmp_path / "test_spins.py").write_text(SPINS)
     (tmp_path / "test_sleeps.py").write_text(SLEEPS)
     counts = tmp_path / "cpu"
+    counts.mkdir()
+    (counts / "gw7.json").write_text('{"test_of_an_earlier_run.py": 99.0}')      # cleared first
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
                            "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile",
                            "-p", "benchmarks.suite_cpu", f"--cpu-by-file={counts}",
