@@ -47,6 +47,13 @@ class GradingPage(JupyterHandler):
     def home(self) -> str:
         return url_path_join(self.base_url, PREFIX)
 
+    def apply(self, q: A.Question, student: str, score: float, comment: str | None, **how) -> None:
+        """``score`` (and ``comment``) into the gradebook, then formgrader told (see
+        :func:`formgrader_forgets_what_it_read`)."""
+        A.apply(self.coursedir, self.db_url, q, student, score, comment, self.current_user.username,
+                **how)
+        formgrader_forgets_what_it_read(self.settings)
+
     def write_error(self, status_code: int, **kwargs) -> None:
         """A refusal says why, on a page of its own (nothing was written)."""
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -121,8 +128,7 @@ class OneQuestion(GradingPage):
             score, comment = chosen_score(q, chosen, note, self.get_argument("score", ""))
         except (RubricError, ValueError) as exc:
             raise web.HTTPError(400, str(exc)) from None
-        A.apply(self.coursedir, self.db_url, q, answer.student, score, comment, self.current_user.username,
-                items=chosen)
+        self.apply(q, answer.student, score, comment, items=chosen)
         self.redirect(url_path_join(self.home, q.path) + f"#answer-{token}")
 
 
@@ -171,8 +177,8 @@ class AnswerRegrade(GradingPage):
                 after, comment = chosen_score(q, chosen, "", typed)
             except (RubricError, ValueError) as exc:
                 raise web.HTTPError(400, str(exc)) from None
-            A.apply(self.coursedir, self.db_url, q, request["student"], after, comment if chosen else None,
-                    self.current_user.username, why=f"regrade {request_id}: {reason}", items=chosen)
+            self.apply(q, request["student"], after, comment if chosen else None,
+                       why=f"regrade {request_id}: {reason}", items=chosen)
         await R.record_answer(course, request_id, reason, before, after)
         loop = asyncio.get_running_loop()
         steps = [f"{request['student']}'s {q.name}: {before:g} -> {after:g}"]
@@ -183,6 +189,18 @@ class AnswerRegrade(GradingPage):
             steps.append(await loop.run_in_executor(None, R.send_to_lms, self.db_url, q.assignment,
                                                     request["student"]))
         await self.index(done=" · ".join(steps))
+
+
+def formgrader_forgets_what_it_read(settings: dict) -> None:
+    """Formgrader keeps one gradebook session for the server's life (``nbgrader_gradebook``),
+    and SQLAlchemy answers a query with the rows that session already holds: a score these pages
+    write through their own connection would show its old value in formgrader (and the API's
+    grades) for as long as Python keeps those rows, until its next garbage collection. Expiring
+    them makes formgrader read the gradebook again; nothing formgrader holds is unwritten (it
+    commits each change as it makes it)."""
+    gradebook = settings.get("nbgrader_gradebook")
+    if gradebook is not None:
+        gradebook.db.expire_all()
 
 
 def handlers(base_url: str) -> list[tuple]:
