@@ -36,7 +36,7 @@ and a course's launches into the tool (``--tool-url``, the hub), by LTI 1.3's Op
   ``no-roles``, ``other-course``: another course of the same deployment, ``azp``: one audience
   but another party's ``azp``, ``elsewhere``: a ``target_link_uri`` outside the hub,
   ``other-issuer``: a login start naming another issuer, ``slow-keys``: signed with a new key
-  that the key set serves only after 8 seconds); ``&given=`` sets the given name and
+  that the key set serves only after 4 seconds); ``&given=`` sets the given name and
   ``&canvas_id=`` sends Canvas's custom field ``canvas_user_id``;
 - ``GET /auth``: the authorization endpoint the tool redirects to; it answers a page that posts a
   signed ``id_token`` (RS256, this platform's key) and the tool's ``state`` back to the tool;
@@ -401,7 +401,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.platform.slow_keys:                    # a key set that answers slowly, once
             self.platform.slow_keys = False
             self.platform.slow_served += 1
-            time.sleep(8)
+            time.sleep(4)
             keys.append((self.platform.rotated_key, ROTATED_KEY_ID))
         self._send(200, {"keys": [{**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())),
                                    "kid": kid, "alg": "RS256", "use": "sig"} for key, kid in keys]})

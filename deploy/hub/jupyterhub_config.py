@@ -98,6 +98,7 @@ elif AUTH == "lti13":                   # launches from the LMS (lti13_login.py)
     c.CourseLTI13Authenticator.hub_url = os.environ.get("COURSE_HUB_PUBLIC_URL", f"http://{IP}:{PORT}")
     c.CourseLTI13Authenticator.authorize_url = platform["authorize_url"]
     c.CourseLTI13Authenticator.jwks_endpoint = platform["jwks_endpoint"]
+    c.CourseLTI13Authenticator.key_refetch_seconds = float(platform.get("key_refetch_seconds", 10))
     c.CourseLTI13Authenticator.instructors_group = INSTRUCTORS_GROUP
     c.CourseLTI13Authenticator.students_group = STUDENTS_GROUP
     # who has launched, for `nbgrader db student import` (the LMS's ids for the grade passback)

@@ -23,8 +23,8 @@ needs, and closes what that package leaves open:
   ``target_link_uri`` must be this hub; each ``id_token`` is accepted **once** (its nonce is
   remembered until it expires: the same token, state and cookies posted again are a replay);
 - **the platform's keys fetched off the hub's event loop and cached** (five minutes, and again
-  when a token names a key not yet seen, at most every 10 s): a slow key endpoint no longer
-  stalls every user;
+  when a token names a key not yet seen, at most every 10 s, ``key_refetch_seconds`` of the
+  platform file): a slow key endpoint no longer stalls every user;
 - **the role decides the group**: Instructor and TeachingAssistant join the formgrader group,
   Learner the students' group, anything else is refused; someone whose role changed has their
   running server stopped, so that it starts again with the new role's tools and path;
@@ -66,7 +66,7 @@ from ltiauthenticator.lti13.error import LoginError
 from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
 from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from tornado.web import HTTPError
-from traitlets import Unicode
+from traitlets import Float, Unicode
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim"
 ROLES, DEPLOYMENT, CONTEXT, CUSTOM = f"{CLAIM}/roles", f"{CLAIM}/deployment_id", f"{CLAIM}/context", f"{CLAIM}/custom"
@@ -247,6 +247,8 @@ class CourseLTI13Authenticator(LTI13Authenticator, LocalAuthenticator):
     instructors_group = Unicode("formgrade", config=True)
     students_group = Unicode("nbgrader", config=True)
     roster_file = Unicode("", config=True, help="the CSV every Learner's launch updates (see the module)")
+    key_refetch_seconds = Float(10, config=True, help="the least time between two fetches of the "
+                                                      "platform's keys for a key not yet seen")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -257,10 +259,10 @@ class CourseLTI13Authenticator(LTI13Authenticator, LocalAuthenticator):
     @property
     def jwks_client(self) -> jwt.PyJWKClient:
         """One client for the hub's life: the key set cached for five minutes (fetched again when
-        a token names an unknown key, at most every 10 s)."""
+        a token names an unknown key, at most every ``key_refetch_seconds``)."""
         if self._jwks is None:
             self._jwks = jwt.PyJWKClient(self.jwks_endpoint, cache_jwk_set=True, lifespan=300, timeout=15,
-                                         cooldown_duration=10)
+                                         cooldown_duration=self.key_refetch_seconds)
         return self._jwks
 
     def use_nonce(self, nonce: str, expires: float) -> None:
