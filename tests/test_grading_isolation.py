@@ -106,12 +106,12 @@ import threading, time
 _held = []
 while True:
     try:
-        _t = threading.Thread(target=time.sleep, args=(40,), daemon=True)
+        _t = threading.Thread(target=time.sleep, args=(20,), daemon=True)
         _t.start()
         _held.append(_t)
     except RuntimeError:
         break
-time.sleep(40)
+time.sleep(20)
 """
 
 
@@ -126,6 +126,9 @@ def test_a_thread_flood_cannot_keep_other_kernels_from_starting(tmp_path):
     results = {r.student: r for r in grade_batch(run, jobs=2, students=flood_first)}
     for student in ("honest_1", "honest_2", "honest_3"):
         assert results[student].score == 2.0 and not results[student].fault, results[student]
+    # the three started while the flood held its threads (about 5 s for them, 20 s for it, here)
+    honest = sum(results[s].seconds for s in ("honest_1", "honest_2", "honest_3"))
+    assert honest < results["flood"].seconds, f"the flood ended before the others were graded: {results}"
 
 
 def test_the_pool_gives_each_running_kernel_its_own_uid(tmp_path, monkeypatch):
