@@ -197,6 +197,10 @@ FONT_URLS = """() => [...document.styleSheets]
     .map((match) => new URL(match[1], rule.parentStyleSheet.href || document.baseURI).href))"""
 
 
+# how long a page's network must be quiet, after it has drawn, before it is looked at
+QUIET_MS = 150
+
+
 class Visit:
     """An opened page with the requests, console errors and warnings it produced."""
 
@@ -212,11 +216,48 @@ class Visit:
         # the console says only "Failed to load resource"; this names the file
         self.page.on("requestfailed", lambda r: self.errors.append(
             f"request failed: {r.url} ({r.failure})"))
-        self.page.goto(url, wait_until="networkidle")
-        self.page.evaluate(DRAWN)                        # typeset and every figure drawn
+        self.requests, self.pending = 0, set()
+        self.page.on("request", self._started)
+        self.page.on("requestfinished", lambda r: self.pending.discard(r))
+        self.page.on("requestfailed", lambda r: self.pending.discard(r))
+        self.page.goto(url, wait_until="load")
+        self.wait_until_drawn()
+        self.wait_for_quiet_network()
         if shot_name:                                    # None: no screenshot
             SHOTS.mkdir(parents=True, exist_ok=True)
             self.page.screenshot(path=str(SHOTS / shot_name), full_page=True)
+
+    def wait_until_drawn(self) -> None:
+        """Typeset and every figure drawn, on the page the visit ends at: a page that sends the
+        reader on (the book's front page redirects) is followed."""
+        from playwright.sync_api import Error
+
+        for _ in range(5):
+            try:
+                self.page.evaluate(DRAWN)
+                return
+            except Error as error:
+                if "context was destroyed" not in str(error):
+                    raise
+                self.page.wait_for_load_state("load")
+        self.page.evaluate(DRAWN)
+
+    def _started(self, request) -> None:
+        self.requests += 1
+        self.pending.add(request)
+
+    def wait_for_quiet_network(self, quiet_ms: int = QUIET_MS, at_most_ms: int = 30_000) -> None:
+        """Until no request has been open or begun for ``quiet_ms``: what Playwright's
+        ``networkidle`` waits for (500 ms of it), checked here after the page has drawn, so a
+        shorter quiet time suffices. A page still loading after ``at_most_ms`` is looked at as it is
+        (what did not load is then a rendering problem)."""
+        waited = 0
+        while waited < at_most_ms:
+            before = self.requests
+            self.page.wait_for_timeout(quiet_ms)
+            waited += quiet_ms
+            if not self.pending and self.requests == before:
+                return
 
     def _route(self, route):
         url = urlparse(route.request.url)
