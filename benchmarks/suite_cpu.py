@@ -7,7 +7,9 @@ repository root, for a few files (an empty FOLDER; the workers' files are summed
 
 Every ``SAMPLE_EVERY`` seconds a thread of each pytest process reads the CPU time (user and
 system) of that process and of every process below it -- kernels, sandboxes, servers, browsers,
-the processes they start -- each known by (pid, start time), and adds what each spent since the
+the processes they start -- each known by (pid, start time in clock ticks since boot: psutil's
+``create_time()`` adds the boot time as the clock gives it now, which moves when the clock is
+stepped, and every process then looked new and was counted whole again), and adds what each spent since the
 last look to the test file running then. A process is counted by its own time only, never by its
 children's (which would count them twice once they are reaped). What escapes: what a process
 spends after its last look (so a process that lives less than ``SAMPLE_EVERY`` escapes whole),
@@ -36,11 +38,20 @@ class TreeCpu:
 
     def __init__(self, root: psutil.Process | None = None):
         self.root = root or psutil.Process()
-        self.seen: dict[tuple[int, float], float] = {}
+        self.seen: dict[tuple[int, int], float] = {}
         self.by_file: dict[str, float] = {}
         self.running = BETWEEN
         self.lock = threading.Lock()
         self._own_start = self._cpu(self.root)           # the root's time before we looked
+
+    @staticmethod
+    def _started(process: psutil.Process) -> int:
+        """The process's start, in clock ticks since boot (``/proc/<pid>/stat``'s 22nd field)."""
+        try:
+            with open(f"/proc/{process.pid}/stat", "rb") as stat:
+                return int(stat.read().rsplit(b")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            raise psutil.NoSuchProcess(process.pid) from None
 
     @staticmethod
     def _cpu(process: psutil.Process) -> float:
@@ -59,7 +70,7 @@ class TreeCpu:
         spent = 0.0
         for process in processes:
             try:
-                key, seconds = (process.pid, process.create_time()), self._cpu(process)
+                key, seconds = (process.pid, self._started(process)), self._cpu(process)
             except psutil.Error:
                 continue                                  # ended meanwhile
             before = self.seen.get(key, self._own_start if process is self.root else 0.0)

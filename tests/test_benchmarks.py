@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from conftest import REPO
 
@@ -170,6 +171,31 @@ def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_pat
     spent = cpu_by_file(counts)
     assert 1.4 <= spent["test_spins.py"] <= 2.6, spent
     assert spent["test_sleeps.py"] < 0.5, spent
+
+
+def test_a_clock_step_does_not_count_a_process_again(monkeypatch):
+    """The system clock stepped between two looks (psutil then gives every process a new start
+    time): a child that spent 1 CPU-second is still charged it once."""
+    import psutil
+
+    from benchmarks.suite_cpu import TreeCpu
+
+    tree = TreeCpu()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 1: pass\ntime.sleep(30)"])
+    try:
+        tree.now_running("test_spins.py")
+        deadline = time.monotonic() + 30
+        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.95 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tree.sample()
+        stepped = psutil.boot_time() + 3600.0
+        monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: stepped)
+        tree.sample()
+    finally:
+        child.kill()
+        child.wait()
+    assert 0.9 <= tree.by_file["test_spins.py"] < 1.5, tree.by_file
 
 
 def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
