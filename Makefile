@@ -7,9 +7,18 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
+# A target's prerequisites are made two at a time: the Python packages install while apt-get
+# fetches the Debian ones (on a fresh machine that saves most of apt-get's 40 s). Commands that
+# make runs in turn stay in turn.
+MAKEFLAGS += --jobs=2
+
 .PHONY: book test browser-deps release edition grade hub hub-deps hub-env hub-remove-demo wheel benchmark clean
 
-book: $(STAMP) browser-deps          ## build the executed book (and its PDF) into _build/html
+# the pinned npm packages: the book's front-end assets and the tests' axe-core, and the hub's proxy
+BOOK_NPM := offline/node_modules/.package-lock.json
+HUB_NPM  := deploy/hub/node_modules/.package-lock.json
+
+book: $(STAMP) browser-deps $(BOOK_NPM)  ## build the executed book (and its PDF) into _build/html
 	$(PY) -m attention_course_instructor.book.build
 
 # Every test file runs whole on one of PYTEST_JOBS workers (pytest-xdist), longest files first
@@ -17,10 +26,11 @@ book: $(STAMP) browser-deps          ## build the executed book (and its PDF) in
 # CI's 2 cores: the suite is bound by the CPU (with 3 workers both cores were busy 98% of a
 # clean-clone run, and it took 2081 s against 1917 s with 2).
 PYTEST_JOBS ?= 2
-test: $(STAMP) browser-deps          ## run every test (unit, pages, nbgrader pipeline, browser)
-	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+test: $(STAMP) browser-deps $(BOOK_NPM) $(HUB_NPM)  ## run every test (unit, pages, nbgrader pipeline, browser)
+	MAKEFLAGS= $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-# (the version file too: an editable install records the version in its metadata). pip would
+# .venv/ is installed again when the pins or either package's metadata change (the version
+# file too: an editable install records the version in its metadata). pip would
 # compile what it installs on one core (65 s in all here); compileall uses every core (55 s). A
 # file only a newer Python reads (torch has one) is left uncompiled, as pip leaves it.
 $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt \
@@ -36,20 +46,29 @@ $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/r
 
 # Headless Chromium for the browser tests (Debian package; never a downloaded browser build),
 # the PDF edition's book typeface (Charis SIL) and poppler's tools (its test lists the PDF's images),
-# bubblewrap, the hardened grader's sandbox, and patchelf (the hub's user environment, make hub-env).
+# bubblewrap, the hardened grader's sandbox, and patchelf (the hub's user environment, make hub-env):
+# what is missing is installed in one apt-get run (as root), else named with what goes without it.
 browser-deps:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-dejavu-core; \
-	  else echo "chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core' (browser tests skip without it)"; fi; }
-	@{ [ -f /usr/share/fonts/truetype/charis/CharisSIL-Regular.ttf ] && command -v pdfimages >/dev/null 2>&1; } || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq fonts-sil-charis poppler-utils || { apt-get update -qq && apt-get install -y -qq fonts-sil-charis poppler-utils; }; \
-	  else echo "fonts-sil-charis or poppler-utils is missing: run 'sudo apt-get install fonts-sil-charis poppler-utils' (the PDF falls back to another serif)"; fi; }
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
-	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (the hardened grader refuses to run without it)"; fi; }
-	@command -v patchelf >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq patchelf || { apt-get update -qq && apt-get install -y -qq patchelf; }; \
-	  else echo "patchelf is missing: run 'sudo apt-get install patchelf' (the course hub's user environment needs it)"; fi; }
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium fonts-dejavu-core"; \
+	[ -f /usr/share/fonts/truetype/charis/CharisSIL-Regular.ttf ] || missing="$$missing fonts-sil-charis"; \
+	command -v pdfimages >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v patchelf >/dev/null 2>&1 || missing="$$missing patchelf"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; exit; fi; \
+	echo "missing:$$missing; run 'sudo apt-get install$$missing'. Without chromium the browser tests"; \
+	echo "skip; without fonts-sil-charis the PDF falls back to another serif; without bubblewrap the"; \
+	echo "hardened grader refuses to run; without patchelf the course hub's user environment cannot be built"
+
+# npm ci as the book build and the hub tests would run it, but beside pip's install (without npm
+# they say so later, where it is needed)
+$(BOOK_NPM): offline/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: the book build needs it (apt-get install nodejs npm)"; exit 0; }
+	cd offline && npm ci --no-audit --no-fund --silent --ignore-scripts
+$(HUB_NPM): deploy/hub/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: the course hub's proxy needs it (apt-get install nodejs npm)"; exit 0; }
+	cd deploy/hub && npm ci --no-audit --no-fund --silent
 
 # Instructor commands (see README): regenerate the student release and the solutions of a lab
 # (the course version, attention_course/_version.py, is stamped into the lab's install cell).
