@@ -166,6 +166,28 @@ def file_seconds(tests: dict[str, float]) -> dict[str, float]:
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
+# What a fresh machine (CI's) lacks and `make test` then installs or builds in the measured time:
+# the Debian packages of `make browser-deps` and the hub tests' user environment
+HUB_ENV = Path(os.environ.get("COURSE_HUB_PREFIX", "/opt/attention-course")) / "env"
+FRESH_MACHINE_LACKS = {"Chromium and the other Debian packages (make browser-deps)":
+                       lambda: shutil.which("chromium") is None,
+                       f"the hub's user environment ({HUB_ENV})": lambda: not (HUB_ENV / "bin").exists()}
+
+
+def machine_start() -> str:
+    """Whether the machine started as a fresh one does: what the run installed, what it found."""
+    lacked = [what for what, absent in FRESH_MACHINE_LACKS.items() if absent()]
+    found = [what for what in FRESH_MACHINE_LACKS if what not in lacked]
+    words = []
+    if lacked:
+        words.append("The machine started without " + " or ".join(lacked)
+                     + ", as a fresh CI machine does: the run installed them, in the time above.")
+    if found:
+        words.append("The machine already had " + " and ".join(found)
+                     + ", which a fresh CI machine installs in its run: CI takes longer by that much.")
+    return " ".join(words)
+
+
 def measure(workdir: Path, suite_only: bool = False) -> dict:
     """The books on one clean clone (unless ``suite_only``); the suite on another, as CI runs it
     (its built-book fixture then builds the book cold, inside the suite)."""
@@ -174,7 +196,7 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=suite_clone, check=True,
                             capture_output=True, text=True).stdout.strip()
-    seconds = {}
+    seconds, start = {}, machine_start()
     if not suite_only:
         seconds["cold make book"] = round(timed(["make", "book"], books, workdir / "book-cold.log"))
         seconds["cached make book"] = round(timed(["make", "book"], books, workdir / "book-cached.log"))
@@ -189,7 +211,7 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
             "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
                                       "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
-            "started": time.strftime("%Y-%m-%d %H:%M")}
+            "started": time.strftime("%Y-%m-%d %H:%M"), "notes": [start]}
 
 
 PROCEDURE = "`make book` twice on a clean clone, and `make test` as CI runs it on another"

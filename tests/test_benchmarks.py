@@ -134,6 +134,21 @@ def test_the_dev_loop_says_when_its_measurement_is_noisy():
     assert "| make test | 1100 | 18.3 | at most 1200 s: met |" in calm
 
 
+
+def test_the_dev_loop_says_whether_the_machine_started_as_cis_does(monkeypatch):
+    """CI's fresh machine installs the Debian packages and builds the hub's environment in its run:
+    the page says whether this run paid for them too, or found them and so ran shorter than CI."""
+    from benchmarks import dev_loop
+
+    monkeypatch.setattr(dev_loop, "FRESH_MACHINE_LACKS", {"chromium": lambda: True, "hub env": lambda: False})
+    words = dev_loop.machine_start()
+    assert words.startswith("The machine started without chromium, as a fresh CI machine does")
+    assert "already had hub env, which a fresh CI machine installs" in words
+    monkeypatch.setattr(dev_loop, "FRESH_MACHINE_LACKS", {"chromium": lambda: True})
+    page = dev_loop.report({"commit": "abc1234", "seconds": {"make test": 1100}, "files": {"a.py": 9.0},
+                            "notes": [dev_loop.machine_start()]}, "m")
+    assert "already had" not in page and "started without chromium" in page
+
 SPINS = """
 import subprocess, sys
 
