@@ -196,7 +196,7 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=suite_clone, check=True,
                             capture_output=True, text=True).stdout.strip()
-    seconds, start = {}, machine_start()
+    seconds, start, started = {}, machine_start(), time.strftime("%Y-%m-%d %H:%M")
     if not suite_only:
         seconds["cold make book"] = round(timed(["make", "book"], books, workdir / "book-cold.log"))
         seconds["cached make book"] = round(timed(["make", "book"], books, workdir / "book-cached.log"))
@@ -211,7 +211,7 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
             "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
                                       "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
-            "started": time.strftime("%Y-%m-%d %H:%M"), "notes": [start]}
+            "started": started, "notes": [start]}
 
 
 PROCEDURE = "`make book` twice on a clean clone, and `make test` as CI runs it on another"
