@@ -24,6 +24,7 @@ colour over a background, at a size and weight) not yet read at that width and m
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_course_instructor.book.build import NODE_MODULES
 from conftest import DRAWN
@@ -33,7 +34,13 @@ AXE = NODE_MODULES / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 WIDTHS = (1280, 320)
 MODES = ("light", "dark")
+# after a resize the theme makes each overflowing code block, output and table a Tab stop
+# (tabindex 0; the others -1), 300 ms later: the page is read once they agree with the new width,
+# or after RESIZE_SETTLES_MS (axe then names a scrollable region that is not a Tab stop)
 RESIZE_SETTLES_MS = 600
+TAB_STOPS_SET = """() => [...document.querySelectorAll(["pre", ".nboutput > .output_area",
+    ".cell_output > .output", ".jp-RenderedHTMLCommon", ".pst-scrollable-table-container"].join(", "))]
+  .every((e) => e.tabIndex === (e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight ? 0 : -1))"""
 
 # In dark mode only colours change (the theme swaps its colour variables), so there only axe's
 # colour rules run again; every rule runs in light mode at each width.
@@ -555,8 +562,10 @@ def read_page(visit, url, focus_seen: dict | None = None, code_seen: dict | None
     for width in WIDTHS:
         if width != WIDTHS[0]:
             v.page.set_viewport_size({"width": width, "height": 1600})
-            # the theme makes overflowing code and tables Tab stops again 300 ms after a resize
-            v.page.wait_for_timeout(RESIZE_SETTLES_MS)
+            try:
+                v.page.wait_for_function(TAB_STOPS_SET, timeout=RESIZE_SETTLES_MS)
+            except PlaywrightTimeout:
+                pass
         for mode in MODES:
             v.page.evaluate(SET_MODE, mode)
             checks = findings(v.page, mode, code_seen.setdefault((width, mode), set()))
