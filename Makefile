@@ -7,9 +7,9 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 # tools that call other tools by name (nbgrader runs alembic) find the environment's copies
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-# A target's prerequisites are made two at a time: the Python packages install while apt-get
-# fetches the Debian ones (on a fresh machine that saves most of apt-get's 40 s). Commands that
-# make runs in turn stay in turn.
+# A target's prerequisites are made two at a time: the Python packages install while apt-get and
+# npm fetch theirs (on a fresh machine, make test's installs took 88 s one after another, 56 to
+# 76 s side by side). A recipe's own commands still run in turn.
 MAKEFLAGS += --jobs=2
 
 .PHONY: book test browser-deps release edition grade hub hub-deps hub-env hub-remove-demo wheel benchmark clean
