@@ -146,6 +146,22 @@ def test_one_fit_scores_every_lower_order_and_discount_as_its_own_fit(splits):
         assert bpc == pytest.approx(KneserNey(train, order, discount).text_bpc(val), abs=1e-9)
 
 
+@pytest.mark.parametrize("symbols", ["characters", "token ids"])
+def test_a_model_counted_on_to_a_higher_order_scores_as_one_fitted_there(splits, symbols):
+    """extend() counts only the longer n-grams (and the old top level's continuation counts):
+    every order and discount, modified Kneser-Ney included, scores exactly as a fresh fit."""
+    train, val = splits["train"].text[:60_000], splits["val"].text[:5_000]
+    if symbols == "token ids":
+        train, val = [ord(c) % 97 for c in train], [ord(c) % 97 for c in val]
+    extended = KneserNey(train, 3, 0.9, modified=True)
+    extended.extend(7)
+    fitted = KneserNey(train, 7, 0.9, modified=True)
+    discounts = [0.5, 0.9, MODIFIED]
+    assert extended.grid_bpc(val, range(1, 8), discounts) == fitted.grid_bpc(val, range(1, 8), discounts)
+    with pytest.raises(ValueError, match="extend to an order above 7"):
+        extended.extend(7)
+
+
 def reference_modified_kneser_ney(train: str, order: int, alphabet: int = 256):
     """Modified Kneser-Ney written from its definition (Chen and Goodman 1998, interpolated), with
     dictionaries and recursion: P(char | context), for checking the array version on small texts."""

@@ -7,7 +7,8 @@ unigram level by continuation counts) -- the test suite checks it against nltk o
 nltk rescans its n-grams for every score, far too slow for two million characters; here the
 n-grams of every length are counted once, as 64-bit hashes of the substrings sorted with numpy,
 and a whole text is scored level by level as array operations. One fitted model scores every order
-up to the one it was fitted with and every discount, which makes a grid search cheap
+up to the one it was fitted with and every discount, and counts on to a higher order without
+counting the lower ones again (:meth:`KneserNey.extend`), which makes a grid search cheap
 (:func:`best_kneser_ney`).
 
 **Modified** Kneser-Ney (Chen and Goodman, 1998; the ``discount`` ``"modified"``) discounts an
@@ -117,9 +118,9 @@ class KneserNey:
         codes = symbol_codes(train)
         if len(codes) <= order:
             raise ValueError(f"the training text must be longer than the order {order}")
-        self.order, self.discount, self.alphabet, self.modified = order, discount, alphabet, modified
-        hashes = [None, *substring_hashes(codes, order)]          # hashes[k]: the k-grams
-        n = len(codes)
+        self.discount, self.alphabet, self.modified = discount, alphabet, modified
+        self._codes = codes         # kept for extend(), which counts longer n-grams of the same text
+        self.order = 0              # the levels counted so far
         self.gram = [None]          # gram[k]: raw count of each k-gram
         self.total = [None]         # total[k]: k-grams that start with each (k-1)-symbol context
         self.followers = [None]     # followers[k]: distinct symbols seen after each context
@@ -129,27 +130,47 @@ class KneserNey:
         # and continuation counts), and each level's three discounts for both
         self.seen_split, self.continued_split = [None], [None]
         self.seen_discounts, self.continued_discounts = [None], [None]
+        self._count(order)
+
+    def extend(self, order: int) -> None:
+        """Count on up to ``order``, as a model fitted to that order from the start would count:
+        the levels already counted are kept, only the longer n-grams are counted (and the
+        continuation counts of the old top level, which only a longer level gives)."""
+        if order <= self.order or len(self._codes) <= order:
+            raise ValueError(f"extend to an order above {self.order} and below the text's length "
+                             f"{len(self._codes)}, not {order}")
+        self._count(order)
+
+    def _count(self, top: int) -> None:
+        """The levels above ``self.order`` up to ``top``, and the continuation counts of every level
+        below ``top`` that lacks them."""
+        codes, low = self._codes, self.order
+        n = len(codes)
+        hashes = [None, *substring_hashes(codes, top)]          # hashes[k]: the k-grams
         # each k-gram once: its hash, where it first occurs, how often it occurs
-        distinct = [None] + [np.unique(h, return_index=True, return_counts=True) for h in hashes[1:]]
-        for k in range(1, order + 1):
-            grams, first, often = distinct[k]
-            context = hashes[k - 1][first] if k > 1 else np.zeros(len(grams), np.uint64)
-            self.gram.append(_Counts.of(grams, often))
-            self.total.append(_Counts(hashes[k - 1][:n - k + 1]) if k > 1 else n)
-            self.followers.append(_Counts(context))
-            if modified:
-                self.seen_split.append(_by_context(context, often))
-                self.seen_discounts.append(modified_discounts(often))
-            if k < order:           # continuation counts come from the (k + 1)-grams
+        distinct = {k: np.unique(hashes[k], return_index=True, return_counts=True)
+                    for k in range(low + 1, top + 1)}
+        for k in range(max(low, 1), top + 1):
+            if k > low:
+                grams, first, often = distinct[k]
+                context = hashes[k - 1][first] if k > 1 else np.zeros(len(grams), np.uint64)
+                self.gram.append(_Counts.of(grams, often))
+                self.total.append(_Counts(hashes[k - 1][:n - k + 1]) if k > 1 else n)
+                self.followers.append(_Counts(context))
+                if self.modified:
+                    self.seen_split.append(_by_context(context, often))
+                    self.seen_discounts.append(modified_discounts(often))
+            if k < top:             # continuation counts come from the (k + 1)-grams
                 longer, where, _ = distinct[k + 1]
                 middle = hashes[k - 1][where + 1] if k > 1 else np.zeros(len(longer), np.uint64)
                 kgrams, at, continuation = np.unique(hashes[k][where + 1], return_index=True,
                                                      return_counts=True)
                 self.continued.append(_Counts.of(kgrams, continuation))
                 self.continued_total.append(_Counts(middle))
-                if modified:
+                if self.modified:
                     self.continued_split.append(_by_context(middle[at], continuation))
                     self.continued_discounts.append(modified_discounts(continuation))
+        self.order = top
 
     def _levels(self, codes: np.ndarray, top: int, modified: bool = False) -> list[dict]:
         """Per level k <= top and per position i of ``codes``: the counts that predict codes[i]
@@ -262,16 +283,16 @@ def best_kneser_ney(train, val, test=None, discounts=DISCOUNTS, at_least: int = 
     ``discounts`` may hold ``"modified"``: modified Kneser-Ney is then one more column of the grid.
     """
     top = at_least + patience
-    modified = MODIFIED in discounts
+    model = KneserNey(train, top, discounts[0], alphabet, modified=MODIFIED in discounts)
     while True:
-        model = KneserNey(train, top, discounts[0], alphabet, modified=modified)
         scores = model.grid_bpc(val, range(1, top + 1), discounts)
         table = [{"order": o, "discount": d, "val_bpc": scores[o, d]}
                  for o in range(1, top + 1) for d in discounts]
         best = min(table, key=lambda row: row["val_bpc"])
         if best["order"] + patience <= top:
             break
-        top = best["order"] + patience + 3           # a little further: each refit counts again
+        top = best["order"] + patience + 3           # a little further: each look scores again
+        model.extend(top)
     chosen = dict(best)
     if test is not None:
         chosen["test_bpc"] = model.text_bpc(test, best["order"], best["discount"])
