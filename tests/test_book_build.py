@@ -154,12 +154,14 @@ FIGURE_NUMBER = re.compile(r"^Figures? (\d+\.(?:\d+|[A-Z]))(?: and (\d+\.\d+))?:
 
 
 def figure_numbers(built_book):
-    """Every figure of the book as (number, page, caption): the captions of the computed plots
-    and the titles of the interactive figures (from each page's saved widget state)."""
+    """Every figure of the book as (number, page, caption), the page as the toc names it
+    (``book/chapter8/index``): the captions of the computed plots and the titles of the
+    interactive figures (from each page's saved widget state)."""
     from bs4 import BeautifulSoup
 
     found = []
     for page in sorted(built_book.joinpath("book").rglob("*.html")):
+        where = page.relative_to(built_book).with_suffix("").as_posix()
         html = page.read_text()
         soup = BeautifulSoup(html, "html.parser")
         for img in soup.select("article img"):
@@ -172,9 +174,9 @@ def figure_numbers(built_book):
             figure = img.find_parent("figure")
             assert figure is not None and figure.figcaption is not None, \
                 f"{page.name}: an image without a caption ({alt[:40]}...)"
-            found.append((figure.figcaption.get_text(" ", strip=True).rstrip("#"), page.name))
+            found.append((figure.figcaption.get_text(" ", strip=True).rstrip("#"), where))
         for state in soup.select('script[type="application/vnd.jupyter.widget-state+json"]'):
-            found += [(t, page.name) for t in re.findall(r'"title": "([^"]+)"', state.string)
+            found += [(t, where) for t in re.findall(r'"title": "([^"]+)"', state.string)
                       if not t.startswith("Self-check ")]      # questions, not figures
     numbered = []
     for caption, page in found:
@@ -194,6 +196,46 @@ def test_every_figure_has_its_number_a_caption_and_alt_text(built_book):
     assert len(set(numbers)) == len(numbers), sorted(n for n in numbers if numbers.count(n) > 1)
     source = {n for n in numbers if re.fullmatch(r"8\.\d+", n)}
     assert source == {f"8.{i}" for i in range(1, 15)} - {"8.3", "8.4"}, sorted(source)
+
+
+FIGURE_REFERENCE = re.compile(r"Figures? (\d+\.(?:\d+|[A-Z]))")
+
+
+def reading_order(toc: dict) -> list[str]:
+    """The toc's pages in the order a reader meets them."""
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries:
+            pages.extend([entry["file"]] if "file" in entry else [])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    return pages
+
+
+def test_a_self_check_names_only_figures_its_reader_has_seen(built_book):
+    """A self-check that points at a figure points at one on its own page or an earlier page of
+    the book (the alignment-matrix question of 8.2 once named Figure 8.5, the caption map of a
+    later page)."""
+    import json
+
+    import yaml
+
+    from attention_course.book.figures.selfcheck import load_questions
+    from attention_course_instructor.book.build import ROOT
+
+    order = reading_order(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    shown_on = {number: page for number, page, _ in figure_numbers(built_book)}
+    named, unseen = 0, {}
+    for key, question in load_questions().items():
+        seen = order[:order.index(question["page"]) + 1]
+        for figure in FIGURE_REFERENCE.findall(json.dumps(question)):
+            named += 1
+            if shown_on.get(figure) not in seen:
+                unseen[f"{key} names Figure {figure}"] = shown_on.get(figure, "no such figure")
+    assert named >= 5 and unseen == {}, unseen
 
 
 def test_figure_check_catches_a_path_as_alt_text(tmp_path):
