@@ -571,7 +571,8 @@ def main(argv: list[str] | None = None) -> None:
     except BookBuildError as error:
         sys.exit(f"\n{error}")
     print(f"\nThe book is built. Open file://{index} in a browser,")
-    print(f"or serve it: python -m http.server -d {HTML} 8000  ->  http://localhost:8000")
+    # the port the README gives (8000 is the course hub's)
+    print(f"or serve it: {sys.executable} -m http.server -d {HTML} 8080  ->  http://localhost:8080")
 
 
 if __name__ == "__main__":
