@@ -8,8 +8,8 @@ script once.
 Figures carry their numbers in their captions, as the source chapter numbers them (Figure 8.2,
 8.10; the book's own additions lettered, Figure 8.A). Jupyter Book turns on Sphinx's ``numfig``,
 whose running "Fig. 12" prefix would contradict them, and its default wins over ``_config.yml``
-(set there, ``numfig: false`` is overridden again before the build starts); it is switched off
-here, when the builder starts.
+(set there, ``numfig: false`` is overridden again before the build starts, by
+sphinx-jupyterbook-latex); it is switched off here, once the configuration is read.
 
 The theme's sidebar opens and closes each part of the book with a ``<summary>`` that holds only an
 icon, so a screen reader announced an unnamed control on every page (axe: ``summary-name``). Each
@@ -106,8 +106,8 @@ def _launchers_open_the_notebook_twin(app, pagename, templatename, context, doct
                 button["url"] = twin_url(button["url"])
 
 
-def _no_running_figure_numbers(app):
-    app.config.numfig = False
+def _no_running_figure_numbers(app, config):
+    config.numfig = False
 
 
 def _one_search_box(app, config):
@@ -115,7 +115,10 @@ def _one_search_box(app, config):
 
 
 def setup(app):
-    app.connect("builder-inited", _no_running_figure_numbers)
+    # after sphinx-jupyterbook-latex's config-inited handler, which turns numfig on, and before the
+    # saved environment is compared with the configuration (switched off at builder-inited, numfig
+    # read as changed at every build, and Sphinx read every page again)
+    app.connect("config-inited", _no_running_figure_numbers, priority=900)
     app.connect("config-inited", _one_search_box)
     app.connect("html-page-context", _dedupe_page_scripts, priority=100)   # before any that returns
     app.connect("html-page-context", _named_sidebar_toggles, priority=900)  # after the theme's
