@@ -102,13 +102,13 @@ hub hub-remove-demo: export COURSE_HUB_AUTH := $(COURSE_HUB_AUTH)
 hub hub-remove-demo: export COURSE_USER_ENV := $(HUB_PREFIX)/env
 hub-deps:                            ## what the hub machine needs from Debian (no browser)
 	@command -v bwrap >/dev/null 2>&1 && command -v patchelf >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap patchelf; \
-	  else echo "run it as root: the hub makes system accounts" >&2; exit 1; fi; }
-hub-env: $(STAMP) hub-deps           ## the environment every hub user's server runs in
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap patchelf >/dev/null; \
+	  else echo "bubblewrap and patchelf are missing: run it as root (the hub makes system accounts)" >&2; exit 1; fi; }
+hub-env: $(STAMP) hub-deps $(HUB_NPM)  ## the environment every hub user's server runs in
+	@test -x deploy/hub/node_modules/.bin/configurable-http-proxy || { \
+	  echo "the hub's proxy is missing: install npm (apt-get install nodejs npm) and rerun" >&2; exit 1; }
 	@echo "building the course environment in $(HUB_PREFIX)/env (the first time takes a few minutes) ..."
 	$(PY) deploy/hub/user_env.py --prefix $(HUB_PREFIX)
-	@echo "installing the hub's proxy (npm ci) ..."
-	cd deploy/hub && npm ci --no-audit --no-fund --silent
 hub: hub-env                         ## start the course hub (Ctrl-C stops it)
 	$(PY) deploy/hub/course.py start $(if $(filter shared-password,$(COURSE_HUB_AUTH)),--create-users)
 hub-remove-demo:                     ## remove the demo's accounts, its hub data, exchange and submissions
