@@ -18,7 +18,7 @@ test_book_browser.py's check.
 Each page is loaded once and read at both widths in both modes; each figure's controls are moved
 through their states twice (desktop width in light mode, with axe; phone width in dark mode), and
 the focus check's screenshots are taken once per kind of element for the whole book at each of
-those two settings. axe's colour rules read a code block only while it holds a kind of token (a
+those two settings. axe's colour rules read a code block only if it holds a kind of token (a
 colour over a background, at a size and weight) not yet read at that width and mode.
 """
 from __future__ import annotations
@@ -45,12 +45,15 @@ TAB_STOPS_SET = """() => [...document.querySelectorAll(["pre", ".nboutput > .out
 # In dark mode only colours change (the theme swaps its colour variables), so there only axe's
 # colour rules run again; every rule runs in light mode at each width.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
-# axe over the page: ``only``, the rules; ``seen``, the kinds of code token whose colours were
-# already read at this width and mode. Code is most of what the colour rules read (Lab 12's page
-# holds 6,000 highlighted tokens in a handful of colours), so they read a code block only while
-# it holds a kind of token not read before: its colour, size, weight and opacity over the
-# backgrounds under it up to the first opaque one (a hidden block holds no kind). Every other rule
-# reads every block. Gives [violations, the kinds read for the first time, blocks read].
+# axe over the page: ``only``, the rules (every rule by tag in light mode, the colour rules alone
+# in dark mode: see rules()); ``seen``, the kinds of code token whose colours were already read at
+# this width and mode. Code is most of what the colour rules read (Lab 12's page holds 6,000
+# highlighted tokens in a handful of colours). A token's contrast depends only on its colour, size,
+# weight and opacity and on the backgrounds under it up to the first opaque one: its kind. Two
+# tokens of one kind pass or fail together, so the colour rules read a code block only if it holds
+# a kind not read before (a token that is not displayed has no kind: axe would not read it).
+# Every other rule reads every block. Gives [violations, the kinds read for the first time, the
+# number of code blocks the colour rules read].
 RUN_AXE = """async ([only, seen]) => {
   const report = (r) => r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.length} x `
                                                 + v.nodes[0].target.join(" "));
@@ -73,7 +76,7 @@ RUN_AXE = """async ([only, seen]) => {
     fresh.forEach((k) => { known.add(k); added.push(k); });
   }
   const colour = ["color-contrast", "link-in-text-block"], found = [];
-  if (only.type !== "rule") {                  // every rule but colour's, over the whole page
+  if (only.type !== "rule") {                  // light mode: every rule but colour's, everywhere
     const off = Object.fromEntries(colour.map((id) => [id, {enabled: false}]));
     found.push(...report(await axe.run(document, {runOnly: only, rules: off})));
   }
