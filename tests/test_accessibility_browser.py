@@ -39,22 +39,24 @@ MODES = ("light", "dark")
 # or after RESIZE_SETTLES_MS (axe then names a scrollable region that is not a Tab stop)
 RESIZE_SETTLES_MS = 600
 TAB_STOPS_SET = """() => [...document.querySelectorAll(["pre", ".nboutput > .output_area",
-    ".cell_output > .output", ".jp-RenderedHTMLCommon", ".pst-scrollable-table-container"].join(", "))]
-  .every((e) => e.tabIndex === (e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight ? 0 : -1))"""
+    ".cell_output > .output", ".jp-RenderedHTMLCommon", ".pst-scrollable-table-container"]
+    .join(", "))]
+  .every((e) => e.tabIndex === (e.scrollWidth > e.clientWidth
+                                || e.scrollHeight > e.clientHeight ? 0 : -1))"""
 
 # In dark mode only colours change (the theme swaps its colour variables), so there only axe's
 # colour rules run again; every rule runs in light mode at each width.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 # axe over the page: ``only``, the rules (every rule by tag in light mode, the colour rules alone
 # in dark mode: see rules()); ``seen``, the kinds of code token whose colours were already read at
-# this width and mode. Code is most of what the colour rules read (Lab 12's page holds 6,000
-# highlighted tokens in a handful of colours). A token's contrast depends only on its colour, size,
-# weight and opacity and on the backgrounds under it up to the first opaque one: its kind. Two
-# tokens of one kind pass or fail together, so the colour rules read a code block only if it holds
-# a kind not read before (a token that is not displayed has no kind: axe would not read it).
-# Every other rule reads every block. Gives [violations, the kinds read for the first time, the
-# number of code blocks the colour rules read].
-RUN_AXE = """async ([only, seen]) => {
+# this width and mode; ``colour``, COLOUR_RULES. Code is most of what the colour rules read (Lab
+# 12's page holds 6,000 highlighted tokens in a handful of colours). A token's contrast depends
+# only on its colour, size, weight and opacity and on the backgrounds under it up to the first
+# opaque one: its kind. Two tokens of one kind pass or fail together, so the colour rules read a
+# code block only if it holds a kind not read before (a token that is not displayed has no kind:
+# axe would not read it). Every other rule reads every block. Gives [violations, the kinds read
+# for the first time, the number of code blocks the colour rules read].
+RUN_AXE = """async ([only, seen, colour]) => {
   const report = (r) => r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.length} x `
                                                 + v.nodes[0].target.join(" "));
   const kind = (e) => {
@@ -75,7 +77,7 @@ RUN_AXE = """async ([only, seen]) => {
     if (!fresh.length) { skipped.push(block); continue; }
     fresh.forEach((k) => { known.add(k); added.push(k); });
   }
-  const colour = ["color-contrast", "link-in-text-block"], found = [];
+  const found = [];
   if (only.type !== "rule") {                  // light mode: every rule but colour's, everywhere
     const off = Object.fromEntries(colour.map((id) => [id, {enabled: false}]));
     found.push(...report(await axe.run(document, {runOnly: only, rules: off})));
@@ -511,7 +513,8 @@ def rules(mode: str) -> dict:
 def axe_findings(page, mode: str, code_seen: set) -> tuple[list[str], int]:
     """axe's violations on the open page (see RUN_AXE) and how many code blocks the colour rules
     read; the kinds of code token read for the first time are added to ``code_seen``."""
-    found, added, blocks_read = page.evaluate(RUN_AXE, [rules(mode), sorted(code_seen)])
+    found, added, blocks_read = page.evaluate(RUN_AXE,
+                                              [rules(mode), sorted(code_seen), COLOUR_RULES])
     code_seen.update(added)
     return found, blocks_read
 
