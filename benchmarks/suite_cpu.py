@@ -9,8 +9,8 @@ Every ``SAMPLE_EVERY`` seconds a thread of each pytest process reads the CPU tim
 system) of that process and of every process below it -- kernels, sandboxes, servers, browsers,
 the processes they start -- each known by (pid, start time in clock ticks since boot: psutil's
 ``create_time()`` adds the boot time as the clock gives it now, which moves when the clock is
-stepped, and every process then looked new and was counted whole again), and adds what each spent since the
-last look to the test file running then. A process is counted by its own time only, never by its
+stepped, and every process then looked new and was counted whole again), and adds what each
+spent since the last look to the test file running then. A process is counted by its own time only, never by its
 children's (which would count them twice once they are reaped). What escapes: what a process
 spends after its last look (so a process that lives less than ``SAMPLE_EVERY`` escapes whole),
 a process whose parent ended first (it leaves the tree), pytest's start-up before the plugin is

@@ -134,7 +134,6 @@ def test_the_dev_loop_says_when_its_measurement_is_noisy():
     assert "| make test | 1100 | 18.3 | at most 1200 s: met |" in calm
 
 
-
 def test_the_dev_loop_says_whether_the_machine_started_as_cis_does(monkeypatch):
     """CI's fresh machine installs the Debian packages and builds the hub's environment in its run:
     the page says whether this run paid for them too, or found them and so ran shorter than CI."""
@@ -148,6 +147,7 @@ def test_the_dev_loop_says_whether_the_machine_started_as_cis_does(monkeypatch):
     page = dev_loop.report({"commit": "abc1234", "seconds": {"make test": 1100}, "files": {"a.py": 9.0},
                             "notes": [dev_loop.machine_start()]}, "m")
     assert "already had" not in page and "started without chromium" in page
+
 
 SPINS = """
 import subprocess, sys
