@@ -16,8 +16,9 @@ from attention_course_instructor.grading.checks import reference_namespace
 from attention_course_instructor.grading.notebook import grade_id
 from attention_course.tasks.fitting import fit
 from attention_course.tasks.ngram_baselines import (MODIFIED, MODIFIED_FALLBACK, UNSEEN_FLOOR, KneserNey,
-                                                    best_kneser_ney, modified_discounts, run_hashes,
-                                                    substring_hashes, symbol_codes)
+                                                    best_kneser_ney, counted, look_up, modified_discounts,
+                                                    run_hashes, substring_hashes, symbol_codes)
+from attention_course.tasks.ngram_baselines import _Counts
 from conftest import REPO, load_nb
 
 BYTE_LEVEL_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
@@ -235,6 +236,26 @@ def test_token_ids_are_scored_as_characters_are():
     text = "the cat sat on the mat; the dog sat on the log."
     ids = [ord(c) for c in text]
     assert KneserNey(ids, 4, 0.7).bits(ids[:20]) == pytest.approx(KneserNey(text, 4, 0.7).bits(text[:20]))
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 50_000])
+def test_counting_gives_what_numpy_unique_gives(size):
+    rng = np.random.default_rng(size)
+    keys = rng.integers(0, max(2, size // 3), size).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    expected = np.unique(keys, return_index=True, return_counts=True)
+    got = counted(keys, first=True)
+    assert all(np.array_equal(g, e) and g.dtype == e.dtype for g, e in zip(got, expected))
+    assert all(np.array_equal(g, e) for g, e in zip(counted(keys), expected[::2]))
+
+
+def test_a_lookup_gives_each_query_its_own_count_in_every_table():
+    rng = np.random.default_rng(3)
+    tables = [_Counts(rng.integers(0, 40, 300).astype(np.uint64)) for _ in range(3)]
+    tables.append(_Counts(np.zeros(0, np.uint64)))
+    queries = rng.integers(0, 60, 500).astype(np.uint64)              # some never counted
+    for table, found in zip(tables, look_up(queries, tables)):
+        expected = [dict(zip(table.keys.tolist(), table.counts.tolist())).get(q, 0) for q in queries.tolist()]
+        assert found.tolist() == expected
 
 
 def test_run_hashes_are_the_substring_hashes_of_that_length():

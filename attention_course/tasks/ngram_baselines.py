@@ -82,11 +82,30 @@ def run_hashes(codes: np.ndarray, length: int) -> np.ndarray:
         return up[length - 1:] * (sums[length:] - sums[:n - length + 1])
 
 
+def counted(keys: np.ndarray, first: bool = False):
+    """Each distinct key once, sorted, and how often it occurs: ``np.unique(keys,
+    return_counts=True)``; with ``first``, ``(distinct, where each first occurs, counts)`` as
+    ``return_index=True`` gives. The same answer from numpy's default sort, which on two million
+    64-bit hashes takes a tenth of the time of the stable sort ``np.unique`` takes for
+    ``return_index`` (and a fiftieth of the hash table it takes for the keys alone)."""
+    keys = np.asarray(keys)
+    if not len(keys):
+        empty = (keys[:0], np.zeros(0, np.intp))
+        return (*empty, np.zeros(0, np.intp)) if first else empty
+    order = np.argsort(keys) if first else None
+    ordered = keys[order] if first else np.sort(keys)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    counts = np.diff(np.append(starts, len(ordered)))
+    if first:
+        return ordered[starts], np.minimum.reduceat(order, starts), counts
+    return ordered[starts], counts
+
+
 class _Counts:
-    """How often each key occurs, looked up many keys at a time."""
+    """How often each key occurs, looked up many keys at a time (:func:`look_up`)."""
 
     def __init__(self, keys: np.ndarray):
-        self.keys, self.counts = np.unique(keys, return_counts=True)
+        self.keys, self.counts = counted(keys)
 
     @classmethod
     def of(cls, keys: np.ndarray, counts: np.ndarray) -> "_Counts":
@@ -96,10 +115,29 @@ class _Counts:
         return made
 
     def __getitem__(self, queries: np.ndarray) -> np.ndarray:
+        return look_up(queries, [self])[0]
+
+    def in_order(self, ordered: np.ndarray) -> np.ndarray:
+        """The count of each of ``ordered`` (sorted keys), 0 for a key never counted."""
         if not len(self.keys):
-            return np.zeros(len(queries))
-        at = np.minimum(np.searchsorted(self.keys, queries), len(self.keys) - 1)
-        return np.where(self.keys[at] == queries, self.counts[at], 0).astype(np.float64)
+            return np.zeros(len(ordered))
+        at = np.minimum(np.searchsorted(self.keys, ordered), len(self.keys) - 1)
+        return np.where(self.keys[at] == ordered, self.counts[at], 0).astype(np.float64)
+
+
+def look_up(queries: np.ndarray, tables: list) -> list[np.ndarray]:
+    """The count of every one of ``queries`` in each of ``tables`` (:class:`_Counts`), as float
+    arrays in the queries' order. The queries are sorted once for all the tables: a search for
+    sorted keys walks a table from front to back, where keys in text order jump about it (on two
+    million keys, a twentieth of the time, the sort included)."""
+    order = np.argsort(queries)
+    ordered = queries[order]
+    found = []
+    for table in tables:
+        counts = np.empty(len(queries))
+        counts[order] = table.in_order(ordered)
+        found.append(counts)
+    return found
 
 
 class KneserNey:
@@ -148,8 +186,7 @@ class KneserNey:
         n = len(codes)
         hashes = [None, *substring_hashes(codes, top)]          # hashes[k]: the k-grams
         # each k-gram once: its hash, where it first occurs, how often it occurs
-        distinct = {k: np.unique(hashes[k], return_index=True, return_counts=True)
-                    for k in range(low + 1, top + 1)}
+        distinct = {k: counted(hashes[k], first=True) for k in range(low + 1, top + 1)}
         for k in range(max(low, 1), top + 1):
             if k > low:
                 grams, first, often = distinct[k]
@@ -163,8 +200,7 @@ class KneserNey:
             if k < top:             # continuation counts come from the (k + 1)-grams
                 longer, where, _ = distinct[k + 1]
                 middle = hashes[k - 1][where + 1] if k > 1 else np.zeros(len(longer), np.uint64)
-                kgrams, at, continuation = np.unique(hashes[k][where + 1], return_index=True,
-                                                     return_counts=True)
+                kgrams, at, continuation = counted(hashes[k][where + 1], first=True)
                 self.continued.append(_Counts.of(kgrams, continuation))
                 self.continued_total.append(_Counts(middle))
                 if self.modified:
@@ -181,18 +217,22 @@ class KneserNey:
         for k in range(1, top + 1):
             pad, grams = np.zeros(min(k - 1, m)), hashes[k]
             context = hashes[k - 1][:len(grams)] if k > 1 else np.zeros(m, np.uint64)
-            row = {"followers": self.followers[k][context], "count": self.gram[k][grams],
-                   "total": (np.full(m, float(self.total[1])) if k == 1 else
-                             self.total[k][context])}
+            by_gram, by_context = {"count": self.gram[k]}, {"followers": self.followers[k]}
+            if k > 1:
+                by_context["total"] = self.total[k]
             if k < self.order:
-                row["continued"] = self.continued[k][grams]
-                row["continued_total"] = self.continued_total[k][context]
+                by_gram["continued"] = self.continued[k]
+                by_context["continued_total"] = self.continued_total[k]
             if modified and k > 1:
                 for i, split in enumerate(self.seen_split[k]):
-                    row[f"seen_{i + 1}"] = split[context]
+                    by_context[f"seen_{i + 1}"] = split
                 if k < self.order:
                     for i, split in enumerate(self.continued_split[k]):
-                        row[f"continued_{i + 1}"] = split[context]
+                        by_context[f"continued_{i + 1}"] = split
+            row = {**dict(zip(by_gram, look_up(grams, list(by_gram.values())))),
+                   **dict(zip(by_context, look_up(context, list(by_context.values()))))}
+            if k == 1:
+                row["total"] = np.full(m, float(self.total[1]))
             levels.append({name: np.concatenate([pad, value]) for name, value in row.items()})
         return levels
 
