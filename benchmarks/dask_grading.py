@@ -27,7 +27,7 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from test_dask_grading import Cluster, comparable  # noqa: E402
+from dask_helpers import Cluster, comparable  # noqa: E402
 
 import nbgrader_harness as harness  # noqa: E402
 from attention_course_instructor.grading.notebook import grade_id  # noqa: E402

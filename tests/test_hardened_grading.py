@@ -3,6 +3,12 @@
 One batch grades every variant of the Lab 8 solution below (two at a time, as an instructor would),
 then each test reads its student's result. Task 6 (``attention_map``, 2 points) is the usual
 target because no other task depends on it: a submission that only breaks it scores 23 - 2 = 21.
+
+The same course on a real Dask cluster (the last part): a ``dask scheduler`` and two ``dask
+worker`` processes started here on 127.0.0.1, and stopped, with everything they started, at the
+end. A cut of the batch's cases -- correct, wrong, broken and hostile -- graded there must come
+out as the batch graded them, cell by cell; then one worker is killed in the middle of a batch, a
+scheduler that is not there is named, and a worker that cannot sandbox is refused.
 """
 from __future__ import annotations
 
@@ -11,8 +17,13 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -21,17 +32,24 @@ import torch
 from nbgrader.utils import compute_checksum
 
 import nbgrader_harness as harness
+from attention_course_instructor.grading.checks import SEED_FILE
 from attention_course_instructor.grading.notebook import grade_id, is_grade, is_solution
 from attention_course_instructor.grading.hardened import sandbox
 from attention_course_instructor.grading.hardened import GradingRun, Limits, grade_batch
+from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
+from attention_course_instructor.grading.hardened.executors import BATCH_PREFIX
+from attention_course_instructor.grading.hardened.grade import find_submissions
 from attention_course_instructor.grading.hardened.record import record_batch, write_autograded, write_gradebook
 from conftest import REPO
+from dask_helpers import Cluster, comparable
+from hub_helpers import free_ports
 
 pytestmark = pytest.mark.slow
 FULL, WITHOUT_TASK6 = 23.0, 21.0
 # a cell's limit: Lab 8's slowest cell takes 1.8 s alone, but under the suite's load a 10 s limit
-# timed out a legitimate cell (test_dask_grading); t15_loop spins until it, twice
+# timed out a legitimate cell (a Dask run's instructor cell); t15_loop spins until it, twice
 LIMITS = Limits(cell_seconds=15, run_seconds=240, memory_mb=4096)
+SPIN = re.compile(r"while True:\n(\s+)pass")
 
 
 def cell(nb, gid):
@@ -123,6 +141,7 @@ def variants(solution: nbformat.NotebookNode, course_root: Path) -> dict:
     nb = with_task6(copy(), "def attention_map(weights, reading, n_columns):\n    while True:\n        pass\n")
     nb.cells.insert(nb.cells.index(cell(nb, "task1_solution")) + 1, nbformat.v4.new_code_cell("while True:\n    pass"))
     v["t15_loop"] = nb
+    v["t15_asleep"] = asleep(nb)
     v["t16_warning"] = with_task6(copy(), "import warnings\nwarnings.warn('a deprecation', DeprecationWarning)\n"
                                   "def attention_map(weights, reading, n_columns):\n"
                                   "    warnings.warn('this is fine', UserWarning)\n" + CORRECT_MAP)
@@ -194,7 +213,21 @@ def variants(solution: nbformat.NotebookNode, course_root: Path) -> dict:
     nb.cells.insert(nb.cells.index(cell(nb, "task6_solution")) + 1, nbformat.v4.new_code_cell(ADDED_HELPER))
     nb.cells.insert(0, nbformat.v4.new_code_cell(ADDED_AT_TOP))
     v["t27_added"] = nb
+    release = course_root / "labs" / "lab8" / "lab8.ipynb"
+    v["untouched"] = lambda folder: shutil.copy(release, folder / "lab8.ipynb")
     return v
+
+
+def asleep(looping: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """t15_loop (a cell that never ends, and an attention_map that never returns) asleep instead
+    of spinning: the same time-outs, restart and replay of the earlier cells, without holding a
+    core for the limit each time (the Dask cluster grades this one; the batch grades both)."""
+    nb = nbformat.from_dict(json.loads(json.dumps(looping)))
+    for c in nb.cells:
+        if SPIN.search(c.source):
+            c.source = "import time\n" + SPIN.sub(r"while True:\n\1time.sleep(0.5)", c.source)
+    assert sum("time.sleep(0.5)" in c.source for c in nb.cells) == 2, "t15_loop has changed"
+    return nb
 
 
 ADDED_AT_TOP = "EXTRA_ROWS = 1                     # a cell the student added above everything"
@@ -340,7 +373,8 @@ def test_course_files_cannot_be_read_or_the_gradebook_written(graded):
 
 
 def test_exits_memory_blowups_and_loops_cost_only_their_cells(graded):
-    for student, status in (("t14_exit", "died"), ("t14_memory", "MemoryError"), ("t15_loop", "timeout")):
+    for student, status in (("t14_exit", "died"), ("t14_memory", "MemoryError"), ("t15_loop", "timeout"),
+                            ("t15_asleep", "timeout")):
         cells = by_cell(graded, student)
         assert cells["task6_map_test"].score == 0, student
         assert score(graded, student) == WITHOUT_TASK6, (student, graded["results"][student].cells)
@@ -481,9 +515,6 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
 def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
     """Kill the worker process itself in the middle of a submission (as the machine's memory
     killer would): a fresh worker grades it again, and every submission is graded once."""
-    import threading
-    import time
-
     from attention_course_instructor.grading.hardened.executors import LocalWorkers
 
     course = graded["course"]
@@ -514,9 +545,6 @@ def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
 # ---- the instructor package stays out of the kernel's view -----------------------------------------
 
 def sandboxed_python(code: str, private: Path, env: dict | None = None):
-    import subprocess
-    import sys
-
     from attention_course.paths import PACKAGE
 
     private.mkdir(exist_ok=True)
@@ -531,9 +559,6 @@ def test_a_grading_kernel_cannot_import_the_grader(installed, tmp_path, monkeypa
     """Editable (the repository's instructor/ is not in the kernel's view) or installed into the
     environment the kernel runs in (the hub's <env>/instructor): the grader's modules cannot be
     imported in the sandbox, while the student package can."""
-    import subprocess
-    import sys
-
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable")
     env = {}
@@ -572,8 +597,6 @@ except ImportError:
 
 
 def test_the_sandbox_hides_an_instructor_package_inside_what_the_kernel_sees(monkeypatch):
-    import sys
-
     inside = os.path.join(sys.prefix, "instructor", "attention_course_instructor")
     monkeypatch.setattr(sandbox, "INSTRUCTOR_PACKAGE", inside)
     trees = sandbox.visible_trees(str(REPO / "attention_course"))
@@ -582,3 +605,133 @@ def test_the_sandbox_hides_an_instructor_package_inside_what_the_kernel_sees(mon
     assert args[args.index(os.path.realpath(inside)) - 1] == "--tmpfs"
     monkeypatch.setattr(sandbox, "INSTRUCTOR_PACKAGE", str(REPO / "instructor" / "attention_course_instructor"))
     assert sandbox.hidden_trees(trees) == []            # editable: not in view, nothing to hide
+
+
+# ---- the same course on a real Dask cluster ---------------------------------------------------------
+
+# a cut of the batch: correct, wrong, broken and hostile (t15_asleep waits out two time-outs)
+CASES = ("good", "t11_dtype", "t11_equal", "t14_exit", "t14_memory", "t15_asleep", "t18_corrupt",
+         "t18_missing", "t18_wrong_name", "t21_kill_all", "t09_traceback", "t04_markdown", "untouched")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if not sandbox.available():
+        pytest.skip("user namespaces are unavailable: the hardened grader refuses to run unsandboxed")
+    c = Cluster(tmp_path_factory.mktemp("workers-tmp"))
+    try:
+        c.add_worker("w1")
+        c.add_worker("w2")
+        c.wait_for({"w1", "w2"})
+        yield c
+    finally:
+        c.close()
+
+
+def submitted(graded, students) -> dict[str, Path]:
+    return {s: p for s, p in find_submissions(graded["course"]).items() if s in students}
+
+
+def test_the_cluster_grades_every_cell_as_the_batch_did(cluster, graded):
+    with DaskWorkers(cluster.address) as workers:
+        remote = comparable(grade_batch(graded["course"], students=submitted(graded, CASES),
+                                        executor=workers))
+    local = comparable(graded["results"][s] for s in CASES)
+    assert remote.keys() == local.keys() == set(CASES)
+    for student in local:
+        assert remote[student] == local[student], student
+    assert local["good"][2] and all(score == points for _, score, points, *_ in local["good"][2]
+                                    if score is not None)
+    assert local["t15_asleep"][2] != local["good"][2]         # the hostile ones really lost points
+
+
+def folder_state(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*")}
+
+
+def test_an_unreachable_scheduler_is_named_before_anything_is_written(graded):
+    """Not even the course's own seed, which a first run that grades keeps."""
+    root = graded["course"].root
+    before = folder_state(root)
+    address = f"tcp://127.0.0.1:{free_ports(1)}"
+    done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
+                           str(root), "--scheduler", address], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert f"the Dask scheduler at {address} is unreachable" in done.stderr
+    assert folder_state(root) == before
+
+
+def test_a_worker_that_cannot_sandbox_is_refused(cluster):
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}      # no bwrap on its PATH
+    cluster.add_worker("bare", env=env)
+    cluster.wait_for({"bare"})
+    try:
+        with DaskWorkers(cluster.address) as workers, pytest.raises(ClusterRefused, match="bare|bubblewrap"):
+            workers.check_workers(use_sandbox=True)
+    finally:
+        cluster.kill("bare")
+
+
+def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp_path):
+    """The command line end to end: the control and the batch on the cluster, the gradebook,
+    autograded notebooks and report written here."""
+    course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
+    harness.generate(course, "lab8")
+    solution = (REPO / "solutions" / "lab8" / "lab8.ipynb").read_bytes()
+    for student, data in (("ann", solution),
+                          ("bea", (course.root / "labs" / "lab8" / "lab8.ipynb").read_bytes())):
+        folder = course.root / "submitted" / student / "lab8"
+        folder.mkdir(parents=True)
+        (folder / "lab8.ipynb").write_bytes(data)
+    done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
+                           str(course.root), "--scheduler", cluster.address], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sum(s.score for s in harness.scores(course, "lab8", "ann").values()) == 23
+    assert sum(s.score for s in harness.scores(course, "lab8", "bea").values()) == 0
+    assert (course.root / "autograded" / "ann" / "lab8" / "lab8.ipynb").exists()
+    assert (course.root / "feedback" / "bea" / "lab8" / "lab8.html").exists()
+    assert (course.root / SEED_FILE).stat().st_mode & 0o777 == 0o600     # its first batch kept one
+
+
+def test_the_lab_shared_again_right_after_its_release_stays_on_the_workers(cluster, graded):
+    """The control and then the batch share the same course folder in quick succession; the
+    second copy must not be forgotten when the first one's release reaches the scheduler late
+    (with content-hashed keys it was, and a batch was cancelled for "lost dependencies")."""
+    with DaskWorkers(cluster.address) as workers:
+        for _ in range(20):
+            bundle = workers.share_course(graded["course"])
+            time.sleep(0.05)                             # the earlier copy's release arrives
+            assert workers.client.who_has([bundle])[bundle.key], "the shared course was forgotten"
+            assert bundle.status == "finished"
+            del bundle
+
+
+# the killed-worker batch: honest, wrong, hostile and blank submissions, enough for the
+# third worker to be busy when it dies (the whole cut is compared in the test above)
+KILL_BATCH = ("good", "t11_dtype", "t14_exit", "t21_kill_all", "untouched")
+
+
+def test_a_worker_killed_mid_batch_loses_nobody(cluster, graded):
+    cluster.add_worker("w3")
+    cluster.wait_for({"w3"})
+    outcome = {}
+    batch_of = submitted(graded, KILL_BATCH)
+    assert set(batch_of) == set(KILL_BATCH)
+    with DaskWorkers(cluster.address) as workers:
+        batch = threading.Thread(target=lambda: outcome.update(
+            results=grade_batch(graded["course"], students=batch_of, executor=workers)), daemon=True)
+        batch.start()
+        address = next(a for a, w in workers.client.scheduler_info()["workers"].items() if w["name"] == "w3")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:                    # kill it while it grades someone
+            if any(str(k).startswith("grade-") for k in workers.client.processing().get(address, ())):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("w3 never received a submission")
+        cluster.kill("w3")
+        batch.join(timeout=600)
+    assert comparable(outcome["results"]) == comparable(graded["results"][s] for s in KILL_BATCH)
+    assert not list(cluster.tmp.glob(BATCH_PREFIX + "*"))    # w3's folder was swept by the others

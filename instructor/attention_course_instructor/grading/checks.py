@@ -512,14 +512,26 @@ def course_seed(course_root, create: bool = False) -> int | None:
     import secrets
     from pathlib import Path
 
-    path = Path(course_root) / SEED_FILE
-    if not path.exists():
+    if not (Path(course_root) / SEED_FILE).exists():
         if not create:
             return None
+        return keep_course_seed(course_root, secrets.randbits(48))
+    return int((Path(course_root) / SEED_FILE).read_text().strip())
+
+
+def keep_course_seed(course_root, seed: int) -> int:
+    """Keep ``seed`` as the course's own (:func:`course_seed`) where it has none yet; returns the
+    course's seed (an earlier one, where a run kept one meanwhile)."""
+    from pathlib import Path
+
+    path = Path(course_root) / SEED_FILE
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{secrets.randbits(48)}\n")
-    return int(path.read_text().strip())
+    except FileExistsError:
+        return int(path.read_text().strip())
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{int(seed)}\n")
+    return int(seed)
 
 
 def kernel_seed(seed: int, lab_name: str) -> int:

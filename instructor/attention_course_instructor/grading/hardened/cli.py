@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 
 from attention_course_instructor.grading import class_report
-from attention_course_instructor.grading.checks import SEED_FILE, SEED_VARIABLE, course_seed
+from attention_course_instructor.grading.checks import SEED_FILE, SEED_VARIABLE, course_seed, keep_course_seed
 from attention_course_instructor.grading.hardened import GradingRun, Limits, cgroups, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
 from attention_course_instructor.grading.hardened.record import record_batch
@@ -21,7 +22,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=None,
                         help="varies the probe inputs (keep it private; default $COURSE_GRADING_SEED, "
-                             "else the course's own, made at the first run in <course>/.grading-seed)")
+                             "else the course's own, made at the first run that grades, in "
+                             "<course>/.grading-seed)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_seconds)
     parser.add_argument("--run-timeout", type=float, default=Limits.run_seconds)
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
@@ -33,7 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="grade on the workers of this Dask scheduler instead of local processes")
     args = parser.parse_args(argv)
-    args.seed = chosen_seed(args.seed, args.course)
+    args.seed, new_seed = chosen_seed(args.seed, args.course)
     use_sandbox = not args.no_sandbox
     if use_sandbox:
         missing = sandbox.missing_requirements()
@@ -74,6 +76,11 @@ def main(argv=None) -> int:
     finally:
         if executor is not None:
             executor.close()
+    if new_seed:                                      # the course's first grading: its seed kept now
+        kept = keep_course_seed(args.course.resolve(), args.seed)
+        print(f"grading seed: the course's own, kept in {args.course.resolve() / SEED_FILE}"
+              + ("" if kept == args.seed else " by another run meanwhile (a re-grade uses that "
+                 "one, not this run's)"), file=sys.stderr)
     failed = []
     for run, results in graded:                       # written only once every lab has been graded
         try:                                          # each lab on its own: one cannot stop another
@@ -95,16 +102,20 @@ def main(argv=None) -> int:
     return 0
 
 
-def chosen_seed(given: int | None, course: Path) -> int:
-    """The grading seed: ``--seed``, else ``$COURSE_GRADING_SEED``, else the course's own (made
-    on first use). Never a default that everyone knows: the checks are public."""
+def chosen_seed(given: int | None, course: Path) -> tuple[int, bool]:
+    """The grading seed: ``--seed``, else ``$COURSE_GRADING_SEED``, else the course's own; and
+    whether it is a new one for the course, made now and kept (:func:`keep_course_seed`) only
+    once its first batch is graded, so that a run stopped early writes nothing. Never a default
+    that everyone knows: the checks are public."""
     if given is not None:
-        return given
+        return given, False
     if os.environ.get(SEED_VARIABLE):
-        return int(os.environ[SEED_VARIABLE])
-    seed = course_seed(course.resolve(), create=True)
-    print(f"grading seed: the course's own, kept in {course.resolve() / SEED_FILE}", file=sys.stderr)
-    return seed
+        return int(os.environ[SEED_VARIABLE]), False
+    seed = course_seed(course.resolve())
+    if seed is not None:
+        print(f"grading seed: the course's own, kept in {course.resolve() / SEED_FILE}", file=sys.stderr)
+        return seed, False
+    return secrets.randbits(48), True
 
 
 def control_fault(run: GradingRun, executor=None) -> str:
