@@ -17,7 +17,8 @@ from attention_course_instructor.grading.notebook import grade_id
 from attention_course.tasks.fitting import fit
 from attention_course.tasks.ngram_baselines import (MODIFIED, MODIFIED_FALLBACK, UNSEEN_FLOOR, KneserNey,
                                                     best_kneser_ney, counted, look_up, modified_discounts,
-                                                    run_hashes, substring_hashes, symbol_codes)
+                                                    run_hashes, small_pages, substring_hashes, symbol_codes)
+from attention_course.tasks import ngram_baselines
 from attention_course.tasks.ngram_baselines import _Counts
 from conftest import REPO, load_nb
 
@@ -256,6 +257,34 @@ def test_a_lookup_gives_each_query_its_own_count_in_every_table():
     for table, found in zip(tables, look_up(queries, tables)):
         expected = [dict(zip(table.keys.tolist(), table.counts.tolist())).get(q, 0) for q in queries.tolist()]
         assert found.tolist() == expected
+
+
+def huge_page_advice() -> bool:
+    before = ngram_baselines._set_madvise_hugepage(True)
+    ngram_baselines._set_madvise_hugepage(before)
+    return before
+
+
+@pytest.mark.skipif(ngram_baselines._set_madvise_hugepage is None, reason="this numpy has no switch")
+def test_counting_and_scoring_run_without_huge_page_advice_and_put_it_back(monkeypatch):
+    seen = []
+
+    def spy(name):
+        real = getattr(ngram_baselines, name)
+        monkeypatch.setattr(ngram_baselines, name, lambda *a, **k: (seen.append((name, huge_page_advice())),
+                                                                    real(*a, **k))[1])
+
+    spy("counted"), spy("look_up")
+    given = huge_page_advice()
+    model = KneserNey("the cat sat on the mat; the dog sat on the log.", 3)
+    model.extend(4)
+    model.bits("the cat")
+    model.grid_bpc("the dog", [1, 2], [0.5])
+    assert {name for name, _ in seen} == {"counted", "look_up"}
+    assert not any(advice for _, advice in seen) and huge_page_advice() == given
+    with pytest.raises(ValueError), small_pages():
+        raise ValueError("an error inside puts the advice back too")
+    assert huge_page_advice() == given
 
 
 def test_run_hashes_are_the_substring_hashes_of_that_length():
