@@ -118,7 +118,8 @@ def test_every_number_of_the_prose_is_its_source():
 
 def test_the_comparisons_the_prose_makes_hold_in_the_committed_results():
     """'better than any single discount in every setting the course measured'; modified KN of
-    characters 'falls short of the token model on validation' and 'takes minutes to fit';
+    characters 'falls short of the token model on validation' and 'takes several times as long
+    to fit as the token model' (three times at least);
     training takes more than half of the notebook's time; a tenth of the text at equal compute
     does worse on validation than at equal passes; the optional part's mixture beats both models
     on test; the screened changes the verdict's introduction names did worse than the recipe."""
@@ -128,7 +129,7 @@ def test_the_comparisons_the_prose_makes_hold_in_the_committed_results():
             assert kind["best"]["modified"][split] < kind["best"]["one discount"][split]
     chars, tokens = kinds["characters"], kinds["tokens, 128 merges"]
     assert chars["best"]["modified"]["val_bpc"] > tokens["best"]["modified"]["val_bpc"]
-    assert chars["seconds"] >= 120
+    assert chars["seconds"] >= 3 * tokens["seconds"]
     rows = results("lab12_variants")["rows"]     # equal compute on a tenth: "worse than with a
     val = {name: statistics.fmean(r["val"] for r in rows[f"a tenth of the text, {name}"]["runs"])
            for name in ("a tenth of the steps", "all the steps")}              # tenth of the steps"
