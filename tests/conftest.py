@@ -20,14 +20,15 @@ REPO = harness.REPO
 # The test files that take longest, longest first: `make test` gives each file whole to one of its
 # pytest-xdist workers in collection order, and a long file handed out last would keep one worker
 # busy while the others idle. Each file's share of a clean-clone run on 2 cores, 2026-12-06
-# (worker-seconds): the accessibility sweep 525 (the book's build included), hardened grading
-# about 400 with the Dask cluster's part, the labs' pipelines 274, consistency 200, LTI 178, the
-# hub 177, the edition 131, Lab 12's hardened grading 122, isolation 104.
+# (worker-seconds, benchmarks/results/dev_loop.md): hardened grading 498 with the Dask cluster's
+# part, the accessibility sweep 478 (the book's build included; first, so that the book is built
+# early for the other browser tests), the labs' pipelines 227, consistency 202, the hub 179, the
+# edition 164, Lab 12's hardened grading 120, LTI 112, isolation 108.
 LONGEST_FIRST = ("test_accessibility_browser.py", "test_hardened_grading.py", "test_lab_pipelines.py",
-                 "test_grading_consistency.py", "test_hub_lti.py", "test_hub.py", "test_student_edition.py",
-                 "test_hardened_lab12.py", "test_grading_isolation.py", "test_student_notebooks.py",
-                 "test_figures_browser.py", "test_book_browser.py", "test_class_report.py",
-                 "test_pretrained.py")
+                 "test_grading_consistency.py", "test_hub.py", "test_student_edition.py",
+                 "test_hardened_lab12.py", "test_hub_lti.py", "test_grading_isolation.py",
+                 "test_student_notebooks.py", "test_figures_browser.py", "test_book_browser.py",
+                 "test_class_report.py", "test_pretrained.py")
 
 
 def pytest_collection_modifyitems(config, items):

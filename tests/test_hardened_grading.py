@@ -8,7 +8,8 @@ The same course on a real Dask cluster (the last part): a ``dask scheduler`` and
 worker`` processes started here on 127.0.0.1, and stopped, with everything they started, at the
 end. A cut of the batch's cases -- correct, wrong, broken and hostile -- graded there must come
 out as the batch graded them, cell by cell; then one worker is killed in the middle of a batch, a
-scheduler that is not there is named, and a worker that cannot sandbox is refused.
+scheduler that is not there is named, a worker that cannot sandbox is refused, `make grade` runs
+end to end on the cluster, and a course shared twice in quick succession stays on the workers.
 """
 from __future__ import annotations
 
@@ -396,6 +397,13 @@ def test_unreadable_submissions_get_a_clear_zero(graded, student, words):
     assert len([c for c in result.cells if c.score == 0]) == 9
 
 
+def test_the_untouched_release_gets_nothing_and_says_why(graded):
+    result = graded["results"]["untouched"]
+    assert result.score == 0 and result.error == ""
+    cells = [c for c in result.cells if c.score is not None]
+    assert cells and all(c.score == 0 and c.reason for c in cells)
+
+
 def test_gradebook_feedback_and_report_agree(graded):
     from nbgrader.api import Gradebook
 
@@ -488,12 +496,14 @@ def test_files_elsewhere_cannot_be_read_nor_anything_smuggled_back(graded):
         assert SMUGGLED_NAME not in text and "LEAK_" not in text and "def compare" not in text, text
 
 
-def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written(tmp_path, capsys):
+def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written(tmp_path, capsys,
+                                                                                  monkeypatch):
     """The control (the solution) is graded first: when the environment cannot give it full marks
     -- here the lab's first cell needs a package the grading environment lacks -- the command
-    exits non-zero naming the fault, and writes nothing for anyone."""
+    exits non-zero naming the fault, and writes nothing for anyone (not the course's seed)."""
     from attention_course_instructor.grading.hardened.cli import main
 
+    monkeypatch.delenv("COURSE_GRADING_SEED", raising=False)
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable")
     course = harness.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
@@ -508,8 +518,30 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
     err = capsys.readouterr().err
     assert "control" in err and "instructor cell 'setup'" in err
     assert not (course.root / "autograded").exists() and not (course.root / "feedback").exists()
-    assert not (course.root / "reports").exists()
+    assert not (course.root / "reports").exists() and not (course.root / SEED_FILE).exists()
     assert (course.root / "gradebook.db").read_bytes() == gradebook
+
+
+def test_a_seed_that_cannot_be_kept_loses_no_result(tmp_path, capsys, monkeypatch):
+    """The course's first grading keeps its new seed after the batch: where that fails, the
+    results are recorded all the same, and the command says so and exits non-zero."""
+    from attention_course_instructor.grading.hardened import cli
+
+    monkeypatch.delenv("COURSE_GRADING_SEED", raising=False)
+    if not sandbox.available():
+        pytest.skip("user namespaces are unavailable")
+    course = harness.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
+    _, solutions = harness.generate(course, "lab8")
+    harness.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "keep_course_seed", full_disk)
+    assert cli.main(["lab8", "--course", str(course.root), "--jobs", "1", "--cell-timeout", "30"]) == 4
+    assert "the course's new seed could not be kept" in capsys.readouterr().err
+    assert sum(s.score for s in harness.scores(course, "lab8", "honest").values()) == FULL
+    assert not (course.root / SEED_FILE).exists()
 
 
 def test_a_worker_that_dies_is_replaced_and_its_submission_graded_again(graded):
@@ -645,6 +677,10 @@ def test_the_cluster_grades_every_cell_as_the_batch_did(cluster, graded):
     assert local["t15_asleep"][2] != local["good"][2]         # the hostile ones really lost points
 
 
+# the course's own seed, as an instructor without COURSE_GRADING_SEED set grades
+WITHOUT_A_SEED = {k: v for k, v in os.environ.items() if k != "COURSE_GRADING_SEED"}
+
+
 def folder_state(root: Path) -> dict:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*")}
 
@@ -656,7 +692,7 @@ def test_an_unreachable_scheduler_is_named_before_anything_is_written(graded):
     address = f"tcp://127.0.0.1:{free_ports(1)}"
     done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
                            str(root), "--scheduler", address], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=WITHOUT_A_SEED)
     assert done.returncode == 2
     assert f"the Dask scheduler at {address} is unreachable" in done.stderr
     assert folder_state(root) == before
@@ -675,7 +711,7 @@ def test_a_worker_that_cannot_sandbox_is_refused(cluster):
 
 def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp_path):
     """The command line end to end: the control and the batch on the cluster, the gradebook,
-    autograded notebooks and report written here."""
+    autograded notebooks, feedback and the course's new seed written here."""
     course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
     harness.generate(course, "lab8")
     solution = (REPO / "solutions" / "lab8" / "lab8.ipynb").read_bytes()
@@ -686,7 +722,7 @@ def test_make_grade_with_a_scheduler_writes_what_a_local_run_writes(cluster, tmp
         (folder / "lab8.ipynb").write_bytes(data)
     done = subprocess.run([sys.executable, "-m", "attention_course_instructor.grading.hardened", "lab8", "--course",
                            str(course.root), "--scheduler", cluster.address], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=WITHOUT_A_SEED)
     assert done.returncode == 0, done.stderr[-3000:]
     assert sum(s.score for s in harness.scores(course, "lab8", "ann").values()) == 23
     assert sum(s.score for s in harness.scores(course, "lab8", "bea").values()) == 0

@@ -30,7 +30,7 @@ import contextlib
 import numpy as np
 
 try:                    # numpy's switch for the huge-page advice it gives its large arrays on Linux
-    from numpy._core.multiarray import _set_madvise_hugepage
+    from numpy._core.multiarray import _set_madvise_hugepage     # (private; absent: no switch)
 except ImportError:     # numpy 1.x
     try:
         from numpy.core.multiarray import _set_madvise_hugepage
@@ -51,7 +51,9 @@ def small_pages():
     Counting makes and drops hundreds of arrays of millions of hashes, and with the advice the
     kernel gave each its memory in 2 MB pages: on Lab 12's text both searches took 22 s, 14 of
     them system time, and 8.5 s without it. ``NUMPY_MADVISE_HUGEPAGE=0`` would do the same for a
-    whole process, but numpy reads it once, when it is imported."""
+    whole process, but numpy reads it once, when it is imported. The switch is the process's:
+    every array made meanwhile goes without the advice, and two threads counting at once could
+    leave it off."""
     if _set_madvise_hugepage is None:
         yield
         return
@@ -111,11 +113,12 @@ def run_hashes(codes: np.ndarray, length: int) -> np.ndarray:
 
 def counted(keys: np.ndarray, first: bool = False):
     """Each distinct key once, sorted, and how often it occurs: ``np.unique(keys,
-    return_counts=True)``; with ``first``, ``(distinct, where each first occurs, counts)`` as
-    ``return_index=True`` gives. The same answer from numpy's default sort, which on two million
-    64-bit hashes takes less than half the time of the stable sort ``np.unique`` takes for
-    ``return_index`` (and about a fortieth of the hash table it takes for the keys alone)."""
-    keys = np.asarray(keys)
+    return_counts=True)`` of integer keys (hashes, flattened); with ``first``, ``(distinct, where
+    each first occurs, counts)`` as ``return_index=True`` gives. The same answer from numpy's
+    default sort: on two million 64-bit hashes, with ``first`` less than half the time of the
+    stable sort ``np.unique`` takes for ``return_index``; without it about what ``np.unique``
+    takes with ``return_counts``, and a fortieth of the hash table it takes for the keys alone."""
+    keys = np.asarray(keys).ravel()
     if not len(keys):
         empty = (keys[:0], np.zeros(0, np.intp))
         return (*empty, np.zeros(0, np.intp)) if first else empty
@@ -158,6 +161,7 @@ def look_up(queries: np.ndarray, tables: list) -> list[np.ndarray]:
     sorted keys walks a table from front to back, where keys in text order jump about it (two
     million keys in tables of a million and a half: a third of the time for one table, an eighth
     for nine, the sort included)."""
+    queries = np.asarray(queries)
     order = np.argsort(queries)
     ordered = queries[order]
     found = []

@@ -521,16 +521,21 @@ def course_seed(course_root, create: bool = False) -> int | None:
 
 def keep_course_seed(course_root, seed: int) -> int:
     """Keep ``seed`` as the course's own (:func:`course_seed`) where it has none yet; returns the
-    course's seed (an earlier one, where a run kept one meanwhile)."""
+    course's seed (an earlier one, where a run kept one meanwhile). The file appears whole or not
+    at all: written under another name, then linked to its own, which fails where it exists."""
+    import tempfile
     from pathlib import Path
 
     path = Path(course_root) / SEED_FILE
+    fd, written = tempfile.mkstemp(prefix=SEED_FILE + ".", dir=path.parent)     # mode 0600
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{int(seed)}\n")
+        os.link(written, path)
     except FileExistsError:
         return int(path.read_text().strip())
-    with os.fdopen(fd, "w") as handle:
-        handle.write(f"{int(seed)}\n")
+    finally:
+        os.unlink(written)
     return int(seed)
 
 

@@ -22,8 +22,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=None,
                         help="varies the probe inputs (keep it private; default $COURSE_GRADING_SEED, "
-                             "else the course's own, made at the first run that grades, in "
-                             "<course>/.grading-seed)")
+                             "else the course's own, kept in <course>/.grading-seed by the first "
+                             "run that grades)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_seconds)
     parser.add_argument("--run-timeout", type=float, default=Limits.run_seconds)
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
@@ -76,12 +76,20 @@ def main(argv=None) -> int:
     finally:
         if executor is not None:
             executor.close()
+    failed, seed_lost = [], False
     if new_seed:                                      # the course's first grading: its seed kept now
-        kept = keep_course_seed(args.course.resolve(), args.seed)
-        print(f"grading seed: the course's own, kept in {args.course.resolve() / SEED_FILE}"
-              + ("" if kept == args.seed else " by another run meanwhile (a re-grade uses that "
-                 "one, not this run's)"), file=sys.stderr)
-    failed = []
+        seed_file = args.course.resolve() / SEED_FILE
+        try:
+            kept = keep_course_seed(args.course.resolve(), args.seed)
+        except (OSError, ValueError) as exc:          # the results are recorded all the same
+            seed_lost = True
+            print(f"the course's new seed could not be kept in {seed_file} ({exc!r}): the results "
+                  "are recorded, but a re-grade will check other inputs than this run's",
+                  file=sys.stderr)
+        else:
+            print(f"grading seed: the course's own, kept in {seed_file}" + (
+                "" if kept == args.seed else " by another run meanwhile (a re-grade uses that one, "
+                "not this run's)"), file=sys.stderr)
     for run, results in graded:                       # written only once every lab has been graded
         try:                                          # each lab on its own: one cannot stop another
             folder = record_batch(run, results)
@@ -99,7 +107,7 @@ def main(argv=None) -> int:
         print("grader faults (not the students' doing; nothing was recorded for these):\n  "
               + "\n  ".join(failed), file=sys.stderr)
         return 4
-    return 0
+    return 4 if seed_lost else 0
 
 
 def chosen_seed(given: int | None, course: Path) -> tuple[int, bool]:
