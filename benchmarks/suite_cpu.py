@@ -10,12 +10,12 @@ system) of that process and of every process below it -- kernels, sandboxes, ser
 the processes they start -- each known by (pid, start time in clock ticks since boot: psutil's
 ``create_time()`` adds the boot time as the clock gives it now, which moves when the clock is
 stepped, and every process then looked new and was counted whole again), and adds what each
-spent since the last look to the test file running then. A process is counted by its own time only, never by its
-children's (which would count them twice once they are reaped). What escapes: what a process
-spends after its last look (so a process that lives less than ``SAMPLE_EVERY`` escapes whole),
-a process whose parent ended first (it leaves the tree), pytest's start-up before the plugin is
-configured, and the xdist controller's own time (its tree holds the workers', which count
-themselves). At the end each process writes ``{test file: CPU seconds}`` to
+spent since the last look to the test file running then. A process is counted by its own time
+only, never by its children's (which would count them twice once they are reaped). What
+escapes: what a process spends after its last look (so a process that lives less than
+``SAMPLE_EVERY`` escapes whole), a process whose parent ended first (it leaves the tree),
+pytest's start-up before the plugin is configured, and the xdist controller's own time (its tree
+holds the workers', which count themselves). At the end each process writes ``{test file: CPU seconds}`` to
 ``FOLDER/<worker>.json``; ``"(between tests)"`` holds what was spent outside any test's set-up,
 call and tear-down (a session fixture's tear-down counts for the last test's file).
 """

@@ -201,20 +201,6 @@ def test_every_figure_has_its_number_a_caption_and_alt_text(built_book):
 FIGURE_REFERENCE = re.compile(r"Figures? (\d+\.(?:\d+|[A-Z]))")
 
 
-def reading_order(toc: dict) -> list[str]:
-    """The toc's pages in the order a reader meets them."""
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries:
-            pages.extend([entry["file"]] if "file" in entry else [])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    return pages
-
-
 def test_a_self_check_names_only_figures_its_reader_has_seen(built_book):
     """A self-check that points at a figure points at one on its own page or an earlier page of
     the book (the alignment-matrix question of 8.2 once named Figure 8.5, the caption map of a
@@ -225,8 +211,10 @@ def test_a_self_check_names_only_figures_its_reader_has_seen(built_book):
 
     from attention_course.book.figures.selfcheck import load_questions
     from attention_course_instructor.book.build import ROOT
+    from attention_course_instructor.book.pdf import page_order
 
-    order = reading_order(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    order = [page.removesuffix(".html") for page in page_order(toc)]     # the PDF's reading order
     shown_on = {number: page for number, page, _ in figure_numbers(built_book)}
     named, unseen = 0, {}
     for key, question in load_questions().items():

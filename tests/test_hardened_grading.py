@@ -496,19 +496,27 @@ def test_files_elsewhere_cannot_be_read_nor_anything_smuggled_back(graded):
         assert SMUGGLED_NAME not in text and "LEAK_" not in text and "def compare" not in text, text
 
 
-def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written(tmp_path, capsys,
-                                                                                  monkeypatch):
-    """The control (the solution) is graded first: when the environment cannot give it full marks
-    -- here the lab's first cell needs a package the grading environment lacks -- the command
-    exits non-zero naming the fault, and writes nothing for anyone (not the course's seed)."""
-    from attention_course_instructor.grading.hardened.cli import main
-
+@pytest.fixture
+def first_grading(tmp_path, monkeypatch):
+    """A course graded for the first time, as an instructor without COURSE_GRADING_SEED set grades
+    it: one honest submission (the solution) of Lab 8."""
     monkeypatch.delenv("COURSE_GRADING_SEED", raising=False)
     if not sandbox.available():
         pytest.skip("user namespaces are unavailable")
     course = harness.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
     _, solutions = harness.generate(course, "lab8")
     harness.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
+    return course
+
+
+def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written(first_grading,
+                                                                                  capsys):
+    """The control (the solution) is graded first: when the environment cannot give it full marks
+    -- here the lab's first cell needs a package the grading environment lacks -- the command
+    exits non-zero naming the fault, and writes nothing for anyone (not the course's seed)."""
+    from attention_course_instructor.grading.hardened.cli import main
+
+    course = first_grading
     source_path = course.root / "source/lab8/lab8.ipynb"
     nb = nbformat.read(source_path, as_version=4)
     cell(nb, "setup").source = "import a_package_the_grader_lacks\n" + cell(nb, "setup").source
@@ -522,17 +530,12 @@ def test_a_broken_grading_environment_stops_the_batch_before_anything_is_written
     assert (course.root / "gradebook.db").read_bytes() == gradebook
 
 
-def test_a_seed_that_cannot_be_kept_loses_no_result(tmp_path, capsys, monkeypatch):
+def test_a_seed_that_cannot_be_kept_loses_no_result(first_grading, capsys, monkeypatch):
     """The course's first grading keeps its new seed after the batch: where that fails, the
     results are recorded all the same, and the command says so and exits non-zero."""
     from attention_course_instructor.grading.hardened import cli
 
-    monkeypatch.delenv("COURSE_GRADING_SEED", raising=False)
-    if not sandbox.available():
-        pytest.skip("user namespaces are unavailable")
-    course = harness.make_course(tmp_path, REPO / "source" / "lab8", "lab8")
-    _, solutions = harness.generate(course, "lab8")
-    harness.submit(course, "lab8", "honest", solutions / "lab8.ipynb")
+    course = first_grading
 
     def full_disk(*args):
         raise OSError(28, "No space left on device")
