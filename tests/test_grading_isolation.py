@@ -377,3 +377,24 @@ def test_messages_too_large_to_deliver_are_counted_as_a_flood(tmp_path):
     [result] = grade_batch(GradingRun(course.root, "fixture", limits=QUICK))
     assert result.score == 0
     assert "a message over 8 MB, which grading refuses" in _reasons(result), _reasons(result)
+
+
+# ---- 6. the grader leaves the cores to the kernels -------------------------------------------------
+
+def test_a_grading_process_runs_torch_on_one_thread(tmp_path):
+    """A local worker or a Dask worker grades on one torch thread, whatever it had: idle threads
+    of a larger pool spin between the comparisons' small operations, on cores the kernels need."""
+    import torch
+
+    from attention_course_instructor.grading.hardened.grade import GRADER_THREADS
+
+    course = course_with(tmp_path, FIXTURE, "fixture", {})
+    before = torch.get_num_threads()
+    torch.set_num_threads(GRADER_THREADS + 2)
+    try:
+        result = grade_submission(GradingRun(course.root, "fixture", use_sandbox=False), "nobody",
+                                  course.root / "submitted/nobody/fixture/fixture.ipynb")
+        assert torch.get_num_threads() == GRADER_THREADS
+    finally:
+        torch.set_num_threads(before)
+    assert result.error and result.score == 0          # nothing handed in: graded all the same
