@@ -306,7 +306,7 @@ def test_a_deep_temporary_folder_still_holds_the_kernels_sockets(tmp_path, monke
     assert not batch.exists() and not left.exists()
 
 
-# ---- 5. memory and disk bounded for real (issue 49) -------------------------------------------------
+# ---- 6. memory and disk bounded for real (issue 49) -------------------------------------------------
 # Each reproduced on the grader before the fix: /tmp was an unsized tmpfs outside the address-space
 # limit (3.5 GiB pinned with the cap at 3000 MB, full marks), the kernel's own folder took 3 GiB
 # and 150,000 files unchecked, and messages over 8 MB were dropped unseen ("no answer" on every cell).
@@ -379,7 +379,7 @@ def test_messages_too_large_to_deliver_are_counted_as_a_flood(tmp_path):
     assert "a message over 8 MB, which grading refuses" in _reasons(result), _reasons(result)
 
 
-# ---- 6. the grader leaves the cores to the kernels -------------------------------------------------
+# ---- 7. the grader leaves the cores to the kernels -------------------------------------------------
 
 def test_a_grading_process_runs_torch_on_one_thread(tmp_path):
     """A local worker or a Dask worker grades on one torch thread, whatever it had: idle threads
