@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import resource
 import shutil
 from pathlib import Path
@@ -381,20 +382,26 @@ def test_messages_too_large_to_deliver_are_counted_as_a_flood(tmp_path):
 
 # ---- 7. the grader leaves the cores to the kernels -------------------------------------------------
 
-def test_a_grading_process_runs_torch_on_one_thread(tmp_path):
-    """A local worker or a Dask worker grades on one torch thread, whatever it had: idle threads
-    of a larger pool spin between the comparisons' small operations, on cores the kernels need."""
-    import torch
+THREADS_SAID = re.compile(r"the grader compared on (\d+) torch threads")
 
-    from attention_course_instructor.grading.hardened.grade import GRADER_THREADS
 
-    course = course_with(tmp_path, FIXTURE, "fixture", {})
-    before = torch.get_num_threads()
-    torch.set_num_threads(GRADER_THREADS + 2)
-    try:
-        result = grade_submission(GradingRun(course.root, "fixture", use_sandbox=False), "nobody",
-                                  course.root / "submitted/nobody/fixture/fixture.ipynb")
-        assert torch.get_num_threads() == GRADER_THREADS
-    finally:
-        torch.set_num_threads(before)
-    assert result.error and result.score == 0          # nothing handed in: graded all the same
+def test_a_grading_worker_runs_torch_on_one_thread(tmp_path, monkeypatch):
+    """A local worker compares on one torch thread, not torch's default of one per CPU: idle
+    threads of a larger pool spin between the comparisons' small operations, on the cores the
+    kernels need. The fixture lab's check is made to say how many threads its comparison had."""
+    needs_sandbox()
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: torch's default is one thread already")
+    from attention_course_instructor.grading.hardened.worker import WORKER_THREADS
+
+    source = tmp_path / "source" / "fixture"
+    shutil.copytree(FIXTURE, source)
+    checks = source / "checks.py"
+    spy = ("    def compare(got, x, ref, expect):\n        import torch\n        expect.that(False, "
+           "f'the grader compared on {torch.get_num_threads()} torch threads')\n")
+    checks.write_text(checks.read_text().replace("    def compare(got, x, ref, expect):\n", spy, 1))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)          # torch's default, then
+    course = course_with(tmp_path / "course", source, "fixture", {"ada": None})
+    [result] = grade_batch(GradingRun(course.root, "fixture", limits=QUICK), jobs=1)
+    said = {int(n) for n in THREADS_SAID.findall(_reasons(result))}
+    assert said == {WORKER_THREADS}, _reasons(result)

@@ -16,26 +16,9 @@ from attention_course_instructor.grading.hardened.score import (SubmissionGrade,
                                                                 zero_cells)
 
 
-GRADER_THREADS = 1
-
-
-def grader_threads() -> None:
-    """Torch in a process that grades (a local worker, a Dask worker) runs on one thread. Its
-    comparisons are small, and the kernels it starts need the cores: with torch's default of a
-    thread per core, the idle threads of its pool spin between operations. Two local workers
-    grading eight copies of the Lab 8 solution on 2 cores, twice each way: 23.2 and 20.1 s, 9 to
-    13 CPU-seconds per worker; with one thread, 15.4 and 15.3 s, 5.0 to 5.2."""
-    import torch
-
-    if torch.get_num_threads() != GRADER_THREADS:
-        torch.set_num_threads(GRADER_THREADS)
-
-
 def grade_submission(run: GradingRun, student: str, path: Path) -> SubmissionGrade:
-    """Grade one submission; never raises (a failure becomes a zero with a reason). The calling
-    process's torch is set to one thread (:func:`grader_threads`)."""
+    """Grade one submission; never raises (a failure becomes a zero with a reason)."""
     start = time.monotonic()
-    grader_threads()
     result = SubmissionGrade(student)
     try:
         source, lab = run.source(), run.lab()
