@@ -688,6 +688,29 @@ def folder_state(root: Path) -> dict:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*")}
 
 
+def test_a_lab_missing_from_the_gradebook_is_named_before_anything_is_graded(tmp_path, capsys):
+    """The step a newcomer skipped (the lab generated into the gradebook): said, with the command
+    that does it, before any submission is graded; nothing is written. It was said only after the
+    whole batch had been graded, as nbgrader's "No such assignment"."""
+    from attention_course_instructor.grading.hardened import cli
+
+    course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
+    harness.make_course(tmp_path / "course", REPO / "source" / "lab12", "lab12")
+    folder = course.root / "submitted" / "ann" / "lab8"
+    folder.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "lab8" / "lab8.ipynb", folder / "lab8.ipynb")
+    before = folder_state(course.root)
+    assert cli.main(["lab8", "--course", str(course.root), "--seed", "1"]) == 2
+    assert "run `nbgrader generate_assignment lab8` in the course folder first" in capsys.readouterr().err
+    assert folder_state(course.root) == before
+    harness.generate(course, "lab8")                       # lab8 in the gradebook, lab12 not
+    before = folder_state(course.root)
+    assert cli.main(["lab8", "lab12", "--course", str(course.root), "--seed", "1"]) == 2
+    said = capsys.readouterr().err
+    assert "lab12 is not in the gradebook" in said and "lab8 is not" not in said, said
+    assert folder_state(course.root) == before
+
+
 def test_an_unreachable_scheduler_is_named_before_anything_is_written(graded):
     """Not even the course's own seed, which a first run that grades keeps."""
     root = graded["course"].root

@@ -11,7 +11,7 @@ from attention_course_instructor.grading import class_report
 from attention_course_instructor.grading.checks import SEED_FILE, SEED_VARIABLE, course_seed, keep_course_seed
 from attention_course_instructor.grading.hardened import GradingRun, Limits, cgroups, grade_batch, sandbox
 from attention_course_instructor.grading.hardened.dask_workers import ClusterRefused, DaskWorkers
-from attention_course_instructor.grading.hardened.record import record_batch
+from attention_course_instructor.grading.hardened.record import not_in_gradebook, record_batch
 
 
 def main(argv=None) -> int:
@@ -51,6 +51,10 @@ def main(argv=None) -> int:
                        Limits(args.cell_timeout, args.run_timeout, args.memory_mb, disk_mb=args.disk_mb),
                        args.tamper, use_sandbox)
             for assignment in dict.fromkeys(args.assignments)]
+    unready = [why for why in map(not_in_gradebook, runs) if why]
+    if unready:
+        print("grading stopped before anything was graded: " + "; ".join(unready), file=sys.stderr)
+        return 2
     executor = None
     graded = []
     try:

@@ -136,6 +136,23 @@ def _db(run) -> str:
     return f"sqlite:///{run.root / 'gradebook.db'}"
 
 
+def not_in_gradebook(run) -> str:
+    """Why the gradebook cannot take this assignment's results ("" when it can): the command asks
+    before it grades anything, so that a missing step never costs a graded batch."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (run.root / "gradebook.db").exists():
+        return (f"the course has no gradebook ({run.root / 'gradebook.db'}): run `nbgrader "
+                f"generate_assignment {run.assignment}` in the course folder first")
+    with Gradebook(_db(run)) as gb:
+        try:
+            gb.find_assignment(run.assignment)
+        except MissingEntry:
+            return (f"{run.assignment} is not in the gradebook {run.root / 'gradebook.db'}: run "
+                    f"`nbgrader generate_assignment {run.assignment}` in the course folder first")
+    return ""
+
+
 UNREADABLE = "timestamp.txt.unreadable"        # where a timestamp.txt that is no time is kept
 
 
