@@ -107,7 +107,7 @@ hub-deps:                            ## what the hub machine needs from Debian (
 hub-env: $(STAMP) hub-deps $(HUB_NPM)  ## the environment every hub user's server runs in
 	@test -x deploy/hub/node_modules/.bin/configurable-http-proxy || { \
 	  echo "the hub's proxy is missing: install npm (apt-get install nodejs npm) and rerun" >&2; exit 1; }
-	@echo "building the course environment in $(HUB_PREFIX)/env (the first time takes a few minutes) ..."
+	@echo "building the course environment in $(HUB_PREFIX)/env (the first time takes a minute or more) ..."
 	$(PY) deploy/hub/user_env.py --prefix $(HUB_PREFIX)
 hub: hub-env                         ## start the course hub (Ctrl-C stops it)
 	$(PY) deploy/hub/course.py start $(if $(filter shared-password,$(COURSE_HUB_AUTH)),--create-users)

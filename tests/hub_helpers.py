@@ -6,6 +6,7 @@ the accounts (``userdel --remove``) and the exchange folder.
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import pwd
@@ -71,6 +72,14 @@ def prepare() -> None:
         if not (HUB / "node_modules" / ".bin" / "configurable-http-proxy").exists():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True,
                            stdout=subprocess.DEVNULL)
+
+
+def user_env_module():
+    """``deploy/hub/user_env.py``, imported (it is a script, not in a package)."""
+    spec = importlib.util.spec_from_file_location("user_env", HUB / "user_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_ports(n: int = 4) -> int:

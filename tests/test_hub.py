@@ -19,6 +19,7 @@ import io
 import json
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import nbformat
@@ -250,6 +251,38 @@ def test_only_instructors_have_the_instructor_package(course, graded):
     for student in (n["good"], n["blank"]):
         seen = course.as_user(student, "python", "-c", probe)
         assert seen.stdout.split() == ["False", "False"], seen.stderr
+
+
+def test_the_course_environment_is_its_own(course):
+    """Built as a copy of the tests' own environment (it holds exactly the pins; see
+    user_env.py), the course environment still runs only itself: every script starts its own
+    Python, the course package is the wheel's, and pip finds every package's requirements met."""
+    env = hub_helpers.USER_ENV
+    python = f"#!{env / 'bin' / 'python'}"
+    scripts = [p for p in (env / "bin").iterdir() if p.is_file() and p.read_bytes()[:2] == b"#!"]
+    elsewhere = [p.name for p in scripts if p.read_text(errors="replace").splitlines()[0]
+                 not in (python, "#!/bin/sh", "#!/bin/bash")]
+    assert len(scripts) > 50 and not elsewhere, elsewhere
+    probe = "import attention_course, sys; print(attention_course.__file__, sys.prefix)"
+    shown = course.as_user(course.names["good"], "python", "-c", probe)
+    assert shown.stdout.split() == [str(env / "lib" / f"python{sys.version_info.major}."
+                                        f"{sys.version_info.minor}" / "site-packages"
+                                        / "attention_course" / "__init__.py"), str(env)], shown.stderr
+    assert not list((env / "lib").glob("python*/site-packages/__editable__*"))
+    check = course.as_user(course.names["good"], "python", "-m", "pip", "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_course_environment_is_copied_only_from_one_holding_exactly_the_pins(tmp_path):
+    """A venv with one package at another version than its pin, or one package more, is not
+    copied (user_env.py then installs the pins with pip)."""
+    user_env = hub_helpers.user_env_module()
+    pinned = (REPO / "requirements.txt").read_text()
+    assert user_env.holds_exactly_the_pins(REPO / "requirements.txt"), "the tests' .venv"
+    (tmp_path / "other.txt").write_text(pinned.replace("\npackaging==", "\npackaging==0.1\n# "))
+    assert not user_env.holds_exactly_the_pins(tmp_path / "other.txt")
+    (tmp_path / "fewer.txt").write_text(pinned.replace("\npackaging==", "\n# packaging=="))
+    assert not user_env.holds_exactly_the_pins(tmp_path / "fewer.txt")
 
 
 def test_a_student_cannot_open_another_users_server(course, graded):
