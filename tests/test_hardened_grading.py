@@ -691,7 +691,8 @@ def folder_state(root: Path) -> dict:
 def test_a_lab_missing_from_the_gradebook_is_named_before_anything_is_graded(tmp_path, capsys):
     """The step a newcomer skipped (the lab generated into the gradebook): said, with the command
     that does it, before any submission is graded; nothing is written. It was said only after the
-    whole batch had been graded, as nbgrader's "No such assignment"."""
+    whole batch had been graded, as nbgrader's "No such assignment". Recording a batch
+    directly says the same before it writes anything."""
     from attention_course_instructor.grading.hardened import cli
 
     course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
@@ -708,6 +709,9 @@ def test_a_lab_missing_from_the_gradebook_is_named_before_anything_is_graded(tmp
     assert cli.main(["lab8", "lab12", "--course", str(course.root), "--seed", "1"]) == 2
     said = capsys.readouterr().err
     assert "lab12 is not in the gradebook" in said and "lab8 is not" not in said, said
+    assert folder_state(course.root) == before
+    with pytest.raises(SystemExit, match="lab12 is not in the gradebook .* generate_assignment"):
+        record_batch(GradingRun(course.root, "lab12", seed=1), [])     # as a script would call it
     assert folder_state(course.root) == before
 
 

@@ -45,7 +45,11 @@ from attention_course_instructor.grading.notebook import (grade_id, is_autograde
 
 def record_batch(run, results: list[SubmissionGrade], feedback: bool = True) -> Path:
     """Write everything a graded batch leaves, in order; returns the report folder. A student whose
-    grading or recording failed is left with ``fault`` set and nothing half-written for them."""
+    grading or recording failed is left with ``fault`` set and nothing half-written for them.
+    An assignment the gradebook does not hold stops it before anything is written."""
+    unready = not_in_gradebook(run)
+    if unready:
+        raise SystemExit(unready)
     times = submission_times(run, results)
     written = write_autograded(run, results, times)
     write_gradebook(run, results, written)
@@ -138,7 +142,8 @@ def _db(run) -> str:
 
 def not_in_gradebook(run) -> str:
     """Why the gradebook cannot take this assignment's results ("" when it can): the command asks
-    before it grades anything, so that a missing step never costs a graded batch."""
+    before it grades anything, so that a missing step never costs a graded batch, and
+    :func:`record_batch` and :func:`write_gradebook` before they write anything."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not (run.root / "gradebook.db").exists():
@@ -271,17 +276,15 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
 
 def write_gradebook(run, results: list[SubmissionGrade], written: Written | None = None) -> None:
     """Record the automatic scores in nbgrader's gradebook (the parent process is its only writer)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
 
+    unready = not_in_gradebook(run)
+    if unready:
+        raise SystemExit(unready)
     written = written or Written()
     with warnings.catch_warnings(), Gradebook(_db(run)) as gb:
         warnings.simplefilter("ignore", SAWarning)          # nbgrader's own add_submission
-        try:
-            gb.find_assignment(run.assignment)
-        except MissingEntry:
-            raise SystemExit(f"{run.assignment} is not in the gradebook {_db(run)}: run "
-                             f"`nbgrader generate_assignment {run.assignment}` first") from None
         students = {s.id for s in gb.students} | {p.name for p in (run.root / "submitted").glob("*")}
         try:                                           # the course's late policy and extensions
             policy = late.late_policy(late.course_config(run.root))
