@@ -133,6 +133,7 @@ benchmark: $(STAMP)                  ## re-measure everything in benchmarks/resu
 	$(PY) -m benchmarks.shared_machine
 	$(PY) -m benchmarks.dask_grading
 	$(PY) -m benchmarks.hub_capacity                 # as root: it makes accounts
+	$(PY) -m benchmarks.hub_env_build                # as root, as make hub-env
 
 clean:
 	rm -rf _build .pytest_cache

@@ -19,6 +19,7 @@ import io
 import json
 import os
 import secrets
+import subprocess
 import sys
 from pathlib import Path
 
@@ -283,6 +284,31 @@ def test_the_course_environment_is_copied_only_from_one_holding_exactly_the_pins
     assert not user_env.holds_exactly_the_pins(tmp_path / "other.txt")
     (tmp_path / "fewer.txt").write_text(pinned.replace("\npackaging==", "\n# packaging=="))
     assert not user_env.holds_exactly_the_pins(tmp_path / "fewer.txt")
+
+
+def test_removing_the_demo_leaves_no_empty_exchange_behind(tmp_path):
+    """`make hub-remove-demo` (course.py remove-users --data) removes the course's exchange and
+    submissions, and the folders setup made above them once nothing else is in them; another
+    course's exchange folder keeps the root. (A newcomer found /srv/nbgrader/exchange left.)"""
+    def remove(root: Path) -> str:
+        env = {**os.environ, "COURSE_ROSTER": str(roster), "COURSE_HUB_STATE": str(root / "state"),
+               "COURSE_EXCHANGE": str(root / "nbgrader" / "exchange"), "COURSE_ID": COURSE_ID,
+               "COURSE_SUBMISSIONS": str(root / "nbgrader" / "submissions"),
+               "COURSE_HUB_PORT": str(hub_helpers.free_ports(1))}
+        done = subprocess.run([sys.executable, str(hub_helpers.HUB / "course.py"), "remove-users",
+                               "--data"], env=env, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    roster = tmp_path / "roster.json"
+    roster.write_text(json.dumps({"instructors": [], "students": []}))
+    for root, other in ((tmp_path / "alone", None), (tmp_path / "shared", "another-course")):
+        for folder in ("state", f"nbgrader/exchange/{COURSE_ID}/outbound", "nbgrader/submissions/x"):
+            (root / folder).mkdir(parents=True)
+        if other:
+            (root / "nbgrader" / "exchange" / other).mkdir()
+        said = remove(root)
+        assert sorted(p.name for p in root.iterdir()) == ([] if other is None else ["nbgrader"]), said
+    assert [p.name for p in (tmp_path / "shared" / "nbgrader" / "exchange").iterdir()] == [other]
 
 
 def test_a_student_cannot_open_another_users_server(course, graded):

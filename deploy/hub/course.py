@@ -300,6 +300,14 @@ def remove_users(data: bool) -> int:
             if path.exists():
                 shutil.rmtree(path)
                 print(f"removed {path}")
+        # the folders setup made above them (/srv/nbgrader/exchange, /srv/nbgrader), where
+        # nothing else (another course's exchange) is left in them
+        for folder in dict.fromkeys([s["exchange"], s["exchange"].parent, s["submissions"].parent]):
+            try:
+                folder.rmdir()
+                print(f"removed {folder} (empty)")
+            except OSError:
+                pass
     if failed:
         print("could not remove:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1

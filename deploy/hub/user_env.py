@@ -1,18 +1,21 @@
 """Build the environment every hub user's server runs in (``make hub-env``; run as root).
 
-    python deploy/hub/user_env.py [--prefix /opt/attention-course]
+    python deploy/hub/user_env.py [--prefix /opt/attention-course] [--pip]
 
 It holds the pinned requirements and the student package installed from its wheel, not from the
 repository: what a student's server imports is what the wheel ships. Where the environment
 running this script holds exactly the pins (``make hub-env`` runs it in the course's ``.venv``,
-which make installs from them and compiles), its packages are copied, compiled as they are,
-instead of installed again: a fresh install took 160 s and 149 CPU-seconds on 2 cores, a copy
-about 20 CPU-seconds. Elsewhere pip installs them. The instructor package (the
-grader) is installed from its own wheel beside it, into ``<env>/instructor``, which only
-instructors' servers have on their path (``PYTHONPATH``, set by the hub for the instructor role). The interpreter must be one that
-every user can run; when the build's own Python lives somewhere users cannot read (pyenv under
-/root), its standard library is copied to ``<prefix>/python`` and made relocatable with patchelf.
-Running it again only reinstalls when requirements.txt or the package changed.
+which make installs from them and compiles), its packages are copied with their byte code
+instead of installed again: on 2 cores the whole build took 192-208 s and 182-189 CPU-seconds
+with pip, 59-63 s and 53-57 CPU-seconds with the copy, most of it the disk
+(``benchmarks/results/hub_env_build.md``). Elsewhere, or with ``--pip``, pip installs them.
+
+The instructor package (the grader) is installed from its own wheel beside it, into
+``<env>/instructor``, which only instructors' servers have on their path (``PYTHONPATH``, set
+by the hub for the instructor role). The interpreter must be one that every user can run; when
+the build's own Python lives somewhere users cannot read (pyenv under /root), its standard
+library is copied to ``<prefix>/python`` and made relocatable with patchelf. Running it again
+only rebuilds when requirements.txt, the package or this script changed.
 """
 from __future__ import annotations
 
@@ -175,6 +178,8 @@ def install_roles(env: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=Path("/opt/attention-course"))
+    parser.add_argument("--pip", action="store_true",
+                        help="install the pins with pip even where they could be copied")
     args = parser.parse_args(argv)
     prefix = args.prefix.resolve()
     prefix.mkdir(parents=True, exist_ok=True)
@@ -189,7 +194,7 @@ def main(argv=None) -> int:
         return 0
     requirements = REPO / "requirements.txt"
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    if holds_exactly_the_pins(requirements):
+    if not args.pip and holds_exactly_the_pins(requirements):
         shutil.rmtree(env / "bin", ignore_errors=True)
         shutil.rmtree(env / "lib", ignore_errors=True)
         subprocess.run([str(shared_python(prefix)), "-m", "venv", "--without-pip", str(env)],
