@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from conftest import REPO
+from hub_helpers import user_env_module
 
 GRAMMAR_BUILDERS = {"rfc3987_syntax", "lark"}
 PINNED_OUT = {"rfc3987-syntax", "lark"}
@@ -36,8 +37,7 @@ def test_reading_notebooks_and_serving_jupyter_build_no_parser_on_import():
 
 
 def test_the_pins_leave_the_grammar_builders_out():
-    pinned = {line.split("==")[0].strip().lower() for line in (REPO / "requirements.txt").read_text().splitlines()
-              if "==" in line and not line.lstrip().startswith("#")}
+    pinned = set(user_env_module().pins(REPO / "requirements.txt"))     # canonical names
     assert "jsonschema" in pinned, "requirements.txt no longer pins jsonschema"
     assert not pinned & PINNED_OUT, (f"requirements.txt pins {sorted(pinned & PINNED_OUT)}: "
                                      f"jsonschema's grammars are back (see its comment there)")
