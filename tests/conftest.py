@@ -6,6 +6,7 @@ import http.server
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -177,11 +178,12 @@ DRAWN = """() => new Promise((done) => {
   const start = Date.now();
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
   const mathjax = document.querySelector('script[src*="mathjax"]');
+  const leaving = document.querySelector('meta[http-equiv="refresh" i]');   // the page sends on
   (function check() {
     const mj = window.MathJax;
     const typeset = !mathjax || (mj && mj.startup && mj.startup.promise);
     const drawn = document.querySelectorAll(".course-fig").length >= views.length;
-    if ((typeset && drawn) || Date.now() - start > 10000) {
+    if ((!leaving && typeset && drawn) || Date.now() - start > 10000) {
       Promise.resolve(typeset && mj && mj.startup ? mj.startup.promise : null).then(() => done(true));
       return;
     }
@@ -197,6 +199,9 @@ FONT_URLS = """() => [...document.styleSheets]
   .flatMap((rule) => [...rule.style.getPropertyValue("src").matchAll(/url\\("?([^")]+)"?\\)/g)]
     .map((match) => new URL(match[1], rule.parentStyleSheet.href || document.baseURI).href))"""
 
+
+# how long a visit follows pages that send the reader on (a meta refresh) before it gives up
+FOLLOW_S = 60
 
 # how long a page's network must be quiet, after it has drawn, before it is looked at
 QUIET_MS = 150
@@ -233,15 +238,18 @@ class Visit:
         reader on (the book's front page redirects) is followed."""
         from playwright.sync_api import Error
 
-        for _ in range(5):
+        deadline = time.monotonic() + FOLLOW_S
+        while True:
             try:
-                self.page.evaluate(DRAWN)
+                self.page.evaluate(DRAWN)   # waits out a page that sends the reader on (10 s at most)
                 return
             except Error as error:
-                if "context was destroyed" not in str(error):
+                # the page navigated away mid-evaluation: look again once the next page loads,
+                # however many pages (and however quickly the failures come) on a busy machine
+                if "context was destroyed" not in str(error) or time.monotonic() > deadline:
                     raise
+                self.page.wait_for_timeout(50)
                 self.page.wait_for_load_state("load")
-        self.page.evaluate(DRAWN)
 
     def _started(self, request) -> None:
         self.requests += 1

@@ -148,6 +148,25 @@ def test_one_page_of_each_kind_renders_offline_from_disk(visit, built_book):
     assert {page: problems for page, problems in found.items() if problems} == {}
 
 
+PAGE = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>{head}'
+        '</head><body><main><p>{title}</p></main></body></html>')
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("hops, delay_s", [(8, 0), (2, 1)])
+def test_a_visit_looks_at_the_page_the_reader_is_sent_on_to(visit, tmp_path, hops, delay_s):
+    """The book's front page sends the reader on (a meta refresh), as planted pages do here:
+    many in a row at once (each one ends an evaluation in the browser) or after a second (a page
+    with nothing to draw would otherwise be looked at before it sends the reader on)."""
+    for hop in range(hops):
+        refresh = f'<meta http-equiv="Refresh" content="{delay_s}; url={hop + 1}.html" />'
+        (tmp_path / f"{hop}.html").write_text(PAGE.format(title=f"hop {hop}", head=refresh))
+    (tmp_path / f"{hops}.html").write_text(PAGE.format(title="arrived", head=""))
+    v = visit((tmp_path / "0.html").as_uri(), None)
+    assert (v.page.title(), v.page.url) == ("arrived", (tmp_path / f"{hops}.html").as_uri())
+    assert v.rendering_problems() == []
+
+
 @pytest.mark.browser
 def test_chapter_math_and_widget(visit, site):
     v = visit(f"{site}/book/chapter8/index.html", "chapter8-widget.png")
