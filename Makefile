@@ -30,7 +30,8 @@ test: $(STAMP) browser-deps $(BOOK_NPM) $(HUB_NPM)  ## run every test (unit, pag
 	MAKEFLAGS= $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # .venv/ is installed again when the pins or either package's metadata change (the version
-# file too: an editable install records the version in its metadata). pip would
+# file too: an editable install records the version in its metadata), and then holds exactly
+# the pins: pip removes nothing, so what no pin names any more is uninstalled. pip would
 # compile what it installs on one core (65 s in all here); compileall uses every core (55 s). A
 # file only a newer Python reads (torch has one) is left uncompiled, as pip leaves it.
 $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt \
@@ -38,6 +39,7 @@ $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/r
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) deploy/hub/user_env.py --prune
 	$(PY) -m compileall -qq -j 0 $(VENV)/lib || echo "compileall: a file for a newer Python left uncompiled"
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e . -e instructor
 	rm -rf $(VENV)/cffconvert

@@ -281,7 +281,8 @@ def test_the_course_environment_is_copied_only_from_one_holding_exactly_the_pins
     pinned = (REPO / "requirements.txt").read_text()
     assert user_env.holds_exactly_the_pins(REPO / "requirements.txt"), (
         "the tests' .venv holds more or other than the pins: make installs exactly them, and the "
-        "hub's environment is copied from it only then (else installed with pip, 3 times as long)")
+        "hub's environment is copied from it only then (else installed with pip, 3 times as long); "
+        "`.venv/bin/python deploy/hub/user_env.py --prune` uninstalls what no pin names")
     (tmp_path / "other.txt").write_text(pinned.replace("\npackaging==", "\npackaging==0.1\n# "))
     assert not user_env.holds_exactly_the_pins(tmp_path / "other.txt")
     (tmp_path / "fewer.txt").write_text(pinned.replace("\npackaging==", "\n# packaging=="))

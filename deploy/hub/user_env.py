@@ -1,6 +1,7 @@
 """Build the environment every hub user's server runs in (``make hub-env``; run as root).
 
     python deploy/hub/user_env.py [--prefix /opt/attention-course] [--pip]
+    python deploy/hub/user_env.py --prune      # make, in .venv: uninstall what no pin names
 
 It holds the pinned requirements and the student package installed from its wheel, not from the
 repository: what a student's server imports is what the wheel ships. Where the environment
@@ -88,23 +89,47 @@ def pins(requirements: Path) -> dict[str, str]:
     return found
 
 
+def installed(site_packages: Path | None = None) -> dict[str, str]:
+    """The packages installed in ``site_packages`` (canonical name -> version); by default the
+    running venv's own, not those of a folder another tool put on sys.path (under pytest,
+    setuptools' vendored packaging, zipp, ... are on it)."""
+    from packaging.utils import canonicalize_name          # one of the pins
+
+    if site_packages is None:
+        site_packages = Path(sysconfig.get_path("purelib", vars={"base": sys.prefix}))
+    return {canonicalize_name(d.metadata["Name"]): d.version
+            for d in importlib.metadata.distributions(path=[str(site_packages)])}
+
+
+def unpinned(requirements: Path, site_packages: Path | None = None) -> list[str]:
+    """The installed packages no pin names (pip's and the course's own aside), sorted."""
+    return sorted(set(installed(site_packages)) - set(pins(requirements)) - UNPINNED)
+
+
 def holds_exactly_the_pins(requirements: Path) -> bool:
     """The environment running this script is a venv holding every pin at its version and no
     other package (pip's and the course's own aside)."""
     if sys.prefix == sys.base_prefix:
         return False
-    from packaging.specifiers import SpecifierSet          # one of the pins
-    from packaging.utils import canonicalize_name
+    from packaging.specifiers import SpecifierSet
 
-    wanted = pins(requirements)
-    # the venv's own packages only: not those of a folder another tool put on sys.path
-    # (under pytest, setuptools' vendored packaging, zipp, ... are on it)
-    site_packages = sysconfig.get_path("purelib", vars={"base": sys.prefix})
-    installed = {canonicalize_name(d.metadata["Name"]): d.version
-                 for d in importlib.metadata.distributions(path=[site_packages])}
-    extra = set(installed) - set(wanted) - UNPINNED
-    return not extra and all(name in installed and SpecifierSet(spec).contains(installed[name])
-                             for name, spec in wanted.items())
+    have = installed()
+    return not unpinned(requirements) and all(
+        name in have and SpecifierSet(spec).contains(have[name])
+        for name, spec in pins(requirements).items())
+
+
+def prune(requirements: Path) -> list[str]:
+    """Uninstall from the running venv what no pin names: ``pip install -r`` removes nothing, so
+    a package the pins dropped (or that a dropped one pulled in) stays behind in an older
+    ``.venv`` -- then the hub's environment is installed with pip instead of copied
+    (``make`` runs ``user_env.py --prune`` after installing the pins)."""
+    extra = unpinned(requirements) if sys.prefix != sys.base_prefix else []
+    if extra:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", *extra],
+                       check=True)
+        print(f"uninstalled from {sys.prefix}, which the pins no longer name: {', '.join(extra)}")
+    return extra
 
 
 def copy_environment(source: Path, env: Path) -> None:
@@ -180,7 +205,13 @@ def main(argv=None) -> int:
     parser.add_argument("--prefix", type=Path, default=Path("/opt/attention-course"))
     parser.add_argument("--pip", action="store_true",
                         help="install the pins with pip even where they could be copied")
+    parser.add_argument("--prune", action="store_true",
+                        help="only uninstall from the running venv the packages no pin names "
+                             "(make runs it in .venv after installing the pins)")
     args = parser.parse_args(argv)
+    if args.prune:
+        prune(REPO / "requirements.txt")
+        return 0
     prefix = args.prefix.resolve()
     prefix.mkdir(parents=True, exist_ok=True)
     prefix.chmod(0o755)
