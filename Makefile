@@ -30,8 +30,10 @@ test: $(STAMP) browser-deps $(BOOK_NPM) $(HUB_NPM)  ## run every test (unit, pag
 	MAKEFLAGS= $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # .venv/ is installed again when the pins or either package's metadata change (the version
-# file too: an editable install records the version in its metadata), and then holds exactly
-# the pins: pip removes nothing, so what no pin names any more is uninstalled. pip would
+# file too: an editable install records the version in its metadata). Each install leaves it
+# holding the pins and nothing else (beside pip and the course's own packages): pip removes
+# nothing, so every package no pin names is uninstalled -- one the pins dropped, and a tool
+# installed there by hand (keep those elsewhere, e.g. with pipx). pip would
 # compile what it installs on one core (65 s in all here); compileall uses every core (55 s). A
 # file only a newer Python reads (torch has one) is left uncompiled, as pip leaves it.
 $(STAMP): requirements.txt pyproject.toml instructor/pyproject.toml instructor/requirements-citation.txt \

@@ -15,6 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from hub_helpers import user_env_module
 
@@ -46,10 +48,12 @@ def test_the_pins_leave_the_grammar_builders_out():
                                      f"jsonschema's grammars are back (see its comment there)")
 
 
-def planted_venv(root: Path, packages: dict[str, str]) -> tuple[Path, Path]:
+def planted_venv(root: Path, packages: dict[str, str], requires: dict[str, str] = {}
+                 ) -> tuple[Path, Path]:
     """A venv without pip whose site-packages holds ``packages`` (name -> version) as installed
-    distributions with a RECORD, so that pip can uninstall them, and reaches the course's .venv
-    (pip, packaging) through a .pth file after its own. Returns (its python, its site-packages)."""
+    distributions with a RECORD, so that pip can uninstall them, each requiring what ``requires``
+    gives it, and reaches the course's .venv (pip, packaging) through a .pth file after its own.
+    Returns (its python, its site-packages)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
     where = "import sysconfig; print(sysconfig.get_path('purelib'))"
@@ -62,7 +66,9 @@ def planted_venv(root: Path, packages: dict[str, str]) -> tuple[Path, Path]:
         module.mkdir()
         info.mkdir()
         (module / "__init__.py").write_text("")
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        needs = f"Requires-Dist: {requires[name]}\n" if name in requires else ""
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                       + needs)
         files = (module / "__init__.py", info / "METADATA", info / "RECORD")
         (info / "RECORD").write_text("".join(f"{path.relative_to(site)},,\n" for path in files))
     return python, site
@@ -92,3 +98,26 @@ def test_make_leaves_in_the_venv_only_what_the_pins_name(tmp_path):
     assert user_env_module().unpinned(REPO / "requirements.txt") == [], (
         "the tests' .venv holds packages no pin names: `.venv/bin/python deploy/hub/user_env.py "
         "--prune` uninstalls them")
+
+
+def test_pruning_says_what_it_broke_and_refuses_outside_a_venv(tmp_path, monkeypatch):
+    """A pinned package that needs one no pin names (the pins would be incomplete): the prune
+    uninstalls it, then stops and says so. Run by an interpreter that is no venv's, it refuses
+    rather than uninstall from the machine's Python (checked in this process, with pip out of
+    reach: a planted fault here once uninstalled the machine's own packages)."""
+    kept = user_env_module().pins(REPO / "requirements.txt")["jsonschema"].lstrip("=")
+    python, _ = planted_venv(tmp_path / "venv", {"lark": "1.2.2", "jsonschema": kept},
+                             requires={"jsonschema": "lark"})
+    done = subprocess.run([str(python), "deploy/hub/user_env.py", "--prune"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "pip check" in done.stderr, done.stdout + done.stderr
+
+    user_env = user_env_module()
+
+    def no_pip(*args, **kwargs):
+        raise AssertionError(f"the prune ran {args[0]} outside a venv")
+
+    monkeypatch.setattr(user_env.subprocess, "run", no_pip)
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    with pytest.raises(SystemExit, match="not a venv"):
+        user_env.main(["--prune"])

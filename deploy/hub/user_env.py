@@ -1,7 +1,7 @@
 """Build the environment every hub user's server runs in (``make hub-env``; run as root).
 
     python deploy/hub/user_env.py [--prefix /opt/attention-course] [--pip]
-    python deploy/hub/user_env.py --prune      # make, in .venv: uninstall what no pin names
+    .venv/bin/python deploy/hub/user_env.py --prune   # make runs it: .venv keeps only the pins
 
 It holds the pinned requirements and the student package installed from its wheel, not from the
 repository: what a student's server imports is what the wheel ships. Where the environment
@@ -120,15 +120,26 @@ def holds_exactly_the_pins(requirements: Path) -> bool:
 
 
 def prune(requirements: Path) -> list[str]:
-    """Uninstall from the running venv what no pin names: ``pip install -r`` removes nothing, so
-    a package the pins dropped (or that a dropped one pulled in) stays behind in an older
-    ``.venv`` -- then the hub's environment is installed with pip instead of copied
-    (``make`` runs ``user_env.py --prune`` after installing the pins)."""
-    extra = unpinned(requirements) if sys.prefix != sys.base_prefix else []
-    if extra:
-        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", *extra],
-                       check=True)
-        print(f"uninstalled from {sys.prefix}, which the pins no longer name: {', '.join(extra)}")
+    """Uninstall from the running venv every package no pin names (pip's and the course's own
+    aside), then check what stays with ``pip check``. ``pip install -r`` removes nothing, so a
+    package the pins dropped (or that a dropped one pulled in) stayed behind in an older
+    ``.venv``, and the hub's environment was then installed with pip instead of copied; ``make``
+    runs this after installing the pins. A tool installed into ``.venv`` by hand goes too."""
+    if sys.prefix == sys.base_prefix:
+        raise SystemExit(f"--prune uninstalls from the venv that runs it; {sys.executable} is "
+                         f"not a venv's (run it as .venv/bin/python deploy/hub/user_env.py --prune)")
+    extra = unpinned(requirements)
+    if not extra:
+        print(f"{sys.prefix}: nothing to uninstall (requirements.txt pins every package in it, "
+              f"pip's and the course's own aside)")
+        return extra
+    python = [sys.executable, "-m", "pip"]
+    subprocess.run(python + ["uninstall", "--quiet", "--yes", *extra], check=True)
+    print(f"uninstalled from {sys.prefix} what no pin in requirements.txt names: "
+          f"{', '.join(extra)}")
+    if subprocess.run(python + ["check"], stdout=subprocess.DEVNULL).returncode != 0:
+        raise SystemExit(f"{sys.prefix} is missing a package a pinned one needs: "
+                         f"{' '.join(python)} check names it (the pins should)")
     return extra
 
 
@@ -201,13 +212,16 @@ def install_roles(env: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prefix", type=Path, default=Path("/opt/attention-course"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] + " Or, with --prune, "
+                                     "make the running venv hold only the pins.")
+    parser.add_argument("--prefix", type=Path, default=Path("/opt/attention-course"),
+                        help="where the environment is built, as <prefix>/env (default: %(default)s)")
     parser.add_argument("--pip", action="store_true",
                         help="install the pins with pip even where they could be copied")
     parser.add_argument("--prune", action="store_true",
-                        help="only uninstall from the running venv the packages no pin names "
-                             "(make runs it in .venv after installing the pins)")
+                        help="build nothing: uninstall from the venv running this script every "
+                             "package no pin names (make runs it as you, in .venv, after "
+                             "installing the pins; a tool you installed there goes too)")
     args = parser.parse_args(argv)
     if args.prune:
         prune(REPO / "requirements.txt")
