@@ -137,9 +137,10 @@ def prune(requirements: Path) -> list[str]:
     subprocess.run(python + ["uninstall", "--quiet", "--yes", *extra], check=True)
     print(f"uninstalled from {sys.prefix} what no pin in requirements.txt names: "
           f"{', '.join(extra)}")
-    if subprocess.run(python + ["check"], stdout=subprocess.DEVNULL).returncode != 0:
-        raise SystemExit(f"{sys.prefix} is missing a package a pinned one needs: "
-                         f"{' '.join(python)} check names it (the pins should)")
+    check = subprocess.run(python + ["check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        raise SystemExit(f"{sys.prefix} now misses a package that a pinned one needs (the pins "
+                         f"should name it); pip check says:\n{check.stdout}{check.stderr}")
     return extra
 
 
