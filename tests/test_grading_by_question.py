@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -208,6 +209,67 @@ def test_formgrader_shows_a_score_the_pages_wrote_at_once(course):
         formgrader.close()
 
 
+def test_a_grade_applied_after_the_page_was_drawn_is_never_overwritten(course):
+    """Two teaching assistants open a question; the second grades an answer; the first, whose page
+    still shows it ungraded, applies to it: refused, naming who graded it, when and to what, and
+    nothing written. Read again, it applies. A change made in formgrader is caught the same way."""
+    coursedir, db = course
+    q = A.questions(coursedir, db)[0]                                     # 7a: positive
+    student = A.answers(coursedir, db, q)[3].student
+    drawn = {a.student: a.state for a in A.answers(coursedir, db, q)}     # both pages, drawn
+    A.apply(coursedir, db, q, student, 2.0, "Full marks.", "ta2", seen=drawn[student])
+    log = Path(coursedir.root) / "reports" / "lab8" / "grading-log.jsonl"
+    lines = log.read_text()
+    with pytest.raises(A.GradedMeanwhile, match=r"ta2 applied 2 at 20\d\d-.*It is 2 of 2 now, "
+                                                 r"with the comment 'Full marks.'\. Nothing was written"):
+        A.apply(coursedir, db, q, student, 0.5, "Too short.", "ta1", seen=drawn[student])
+    assert log.read_text() == lines
+    with Gradebook(db) as gb:
+        assert gb.find_grade(q.grade_id, "lab8", "lab8", student).manual_score == 2.0
+        assert gb.find_comment(q.grade_id, "lab8", "lab8", student).manual_comment == "Full marks."
+    now = next(a.state for a in A.answers(coursedir, db, q) if a.student == student)
+    assert A.apply(coursedir, db, q, student, 0.5, "Too short.", "ta1", seen=now)["score_before"] == 2.0
+    with Gradebook(db) as gb:                                             # formgrader's own edit
+        gb.find_comment(q.grade_id, "lab8", "lab8", student).manual_comment = "Edited in formgrader."
+        gb.db.commit()
+    with pytest.raises(A.GradedMeanwhile, match="changed outside these pages .in formgrader"):
+        A.apply(coursedir, db, q, student, 1.0, None, "ta1", seen=now)
+
+
+def test_applying_waits_for_another_server_applying_to_the_same_lab(course):
+    """Two graders' servers on one course folder: while one holds the lab's grading log (from its
+    check to its log line), another's apply waits, then checks against what the first wrote."""
+    import fcntl
+    import threading
+
+    coursedir, db = course
+    q = A.questions(coursedir, db)[1]
+    answer = A.answers(coursedir, db, q)[5]
+    log = Path(coursedir.root) / "reports" / "lab8" / "grading-log.jsonl"
+    outcome = []
+
+    def second_server():
+        try:
+            outcome.append(A.apply(coursedir, db, q, answer.student, 1.0, None, "ta2", seen=answer.state))
+        except A.GradedMeanwhile as exc:
+            outcome.append(exc)
+
+    with open(log, "a") as first_server:
+        fcntl.flock(first_server, fcntl.LOCK_EX)
+        other = threading.Thread(target=second_server)
+        other.start()
+        other.join(timeout=1.0)
+        assert other.is_alive() and outcome == [], "it applied while the log was held"
+        with Gradebook(db) as gb:                  # the first server's grade, written meanwhile
+            gb.find_grade(q.grade_id, "lab8", "lab8", answer.student).manual_score = 2.0
+            gb.find_grade(q.grade_id, "lab8", "lab8", answer.student).needs_manual_grade = False
+            gb.db.commit()
+    other.join(timeout=30)
+    assert len(outcome) == 1 and isinstance(outcome[0], A.GradedMeanwhile), outcome
+    with Gradebook(db) as gb:
+        assert gb.find_grade(q.grade_id, "lab8", "lab8", answer.student).manual_score == 2.0
+
+
 def test_a_form_with_nothing_chosen_says_what_it_expects(course):
     coursedir, db = course
     positive = A.questions(coursedir, db)[0]
@@ -291,8 +353,9 @@ def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_ru
 
     assert formgrader_score() is None
     xsrf = session.get(f"{url}/course-grading").cookies.get("_xsrf") or session.cookies.get("_xsrf")
+    seen = drawn_state(page.text, first.token)
     done = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
-                        data={"item": ["states"], "note": "Good.", "_xsrf": xsrf},
+                        data={"item": ["states"], "note": "Good.", "seen": seen, "_xsrf": xsrf},
                         headers={"X-XSRFToken": xsrf})
     assert done.status_code == 302, done.text[-2000:]
     with Gradebook(db) as gb:
@@ -302,9 +365,29 @@ def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_ru
     again = session.get(f"{url}/course-grading/{q.path}").text
     assert "Graded: 1 of 2" in again
     refused = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
-                           data={"item": ["made-up"], "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
+                           data={"item": ["made-up"], "seen": drawn_state(again, first.token),
+                                 "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
     assert refused.status_code == 400 and "no rubric item 'made-up'" in html.unescape(refused.text)
+    # the first page, drawn before the grade above, applied to the same answer: refused, kept
+    stale = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
+                         data={"score": "0", "note": "Wrong.", "seen": seen, "_xsrf": xsrf},
+                         headers={"X-XSRFToken": xsrf})
+    said = html.unescape(stale.text)
+    assert stale.status_code == 409 and "It is 1 of 2 now" in said and "Nothing was written" in said
+    assert f'href="/course-grading/{q.path}#answer-{first.token}"' in stale.text
+    assert formgrader_score() == 1
+    unsaid = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
+                          data={"score": "0", "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
+    assert unsaid.status_code == 400 and "which grade it was filled in against" in html.unescape(unsaid.text)
+    assert formgrader_score() == 1
     assert session.get(f"{url}/course-grading/lab8/lab8/task1_tests").status_code == 404
+
+
+def drawn_state(page: str, token: str) -> str:
+    """The grade an answer's form on a drawn question page was filled in against."""
+    form = page[page.index(f'action="/course-grading/'):]
+    form = form[form.index(f"/{token}\""):]
+    return re.search(r'name="seen" value="([0-9a-f]+)"', form).group(1)
 
 
 WCAG = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
@@ -327,3 +410,40 @@ def test_axe_finds_nothing_on_the_grading_pages(course, server, browser, axe_scr
             assert page.evaluate("document.documentElement.scrollWidth") <= width, path
     finally:
         page.close()
+
+
+@pytest.mark.browser
+def test_a_page_drawn_before_another_grader_applied_is_refused_in_the_browser(course, server, browser,
+                                                                               axe_script):
+    """As a teaching assistant meets it: their page is open at a question; another grades its
+    first answer; they tick an item and *Apply*. The refusal says who graded it and to what, axe
+    finds nothing on it, and its link opens the question at that answer, graded."""
+    from conftest import SHOTS
+
+    coursedir, db = course
+    url, _, token = server
+    q = A.questions(coursedir, db)[2]                                     # 7c: negative
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{url}/course-grading/{q.path}?token={token}", wait_until="networkidle")
+        first = A.answers(coursedir, db, q)[0]
+        A.apply(coursedir, db, q, first.student, 2.0, "Complete.", "ta2", seen=first.state)
+        card = page.locator("section.card").first
+        card.locator("input[name=item]").first.check()
+        card.get_by_role("button", name="Apply to answer 1").click()
+        page.wait_for_load_state("networkidle")
+        alert = page.get_by_role("alert").inner_text()
+        assert "ta2 applied 2 at" in alert and "It is 2 of 2 now" in alert, alert
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "grading-by-question-graded-meanwhile.png"), full_page=True)
+        page.add_script_tag(path=str(axe_script))
+        found = page.evaluate("(only) => axe.run(document, {runOnly: only})", WCAG)
+        assert [(v["id"], len(v["nodes"])) for v in found["violations"]] == []
+        page.get_by_role("link", name="Open the question again at this answer").click()
+        page.wait_for_load_state("networkidle")
+        assert page.url.endswith(f"#answer-{first.token}")
+        assert page.locator(f"#answer-{first.token}").get_by_text("Graded: 2 of 2").count() == 1
+    finally:
+        page.close()
+    with Gradebook(db) as gb:
+        assert gb.find_grade(q.grade_id, "lab8", "lab8", first.student).manual_score == 2.0

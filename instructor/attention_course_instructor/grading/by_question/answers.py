@@ -8,10 +8,13 @@ nbgrader's gradebook.
   kept (the same at every visit, different from question to question, never alphabetical);
 - :func:`apply` -- a score and a comment written into the gradebook, as formgrader's own API
   writes them (formgrader, the feedback and the LMS passback read them from there), and one line
-  appended to the lab's grading log, ``reports/<lab>/grading-log.jsonl``.
+  appended to the lab's grading log, ``reports/<lab>/grading-log.jsonl``. Given the answer's
+  ``state`` as a page showed it, it refuses (:class:`GradedMeanwhile`) when the grade changed
+  since: one teaching assistant never overwrites another's grade unknowingly.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -55,6 +58,20 @@ class Answer:
     score: float | None        # the score it has now (manual where set, else nbgrader's own)
     comment: str
     graded: bool
+    state: str                 # the grade as read here (see :func:`grade_state`)
+
+
+class GradedMeanwhile(RuntimeError):
+    """The answer's grade changed after the page that applies to it was drawn."""
+
+
+def grade_state(grade, comment) -> str:
+    """A short fingerprint of what a grader sees of an answer's grade: the manual score, whether
+    it still needs grading, the comment. Any change to one of them (from these pages, another
+    teaching assistant's or formgrader) changes it."""
+    seen = [grade.manual_score, bool(grade.needs_manual_grade),
+            comment.manual_comment if comment is not None else None]
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]
 
 
 def course_secret(root: Path) -> bytes:
@@ -122,7 +139,8 @@ def answers(coursedir, db_url: str, q: Question) -> list[Answer]:
             text, cell_type = _answer_text(coursedir, q, student)
             score = grade.manual_score if grade.manual_score is not None else grade.auto_score
             found.append(Answer(token(secret, q.assignment, student), student, text, cell_type,
-                                score, comment.manual_comment or "", not grade.needs_manual_grade))
+                                score, comment.manual_comment or "", not grade.needs_manual_grade,
+                                grade_state(grade, comment)))
     order = lambda a: hmac.new(secret, f"{q.path}\0{a.token}".encode(), hashlib.sha256).digest()  # noqa: E731
     return sorted(found, key=order)
 
@@ -153,27 +171,61 @@ def current_score(db_url: str, q: Question, student: str) -> float:
 
 
 def apply(coursedir, db_url: str, q: Question, student: str, score: float, comment: str | None,
-          grader: str, why: str = "graded by question", items: tuple[str, ...] = ()) -> dict:
+          grader: str, why: str = "graded by question", items: tuple[str, ...] = (),
+          seen: str | None = None) -> dict:
     """Write ``score`` (and ``comment``, unless None) for ``student``'s answer to ``q``; returns
-    the log line, which says what the score was before (None: not graded yet)."""
+    the log line, which says what the score was before (None: not graded yet). ``seen``: the
+    answer's :attr:`Answer.state` where the grader read it; when the grade has changed since,
+    nothing is written and :class:`GradedMeanwhile` says who changed it, when, and to what.
+    Applying holds the lab's grading log locked, from the check to the log's line, so that two
+    graders' servers on one course folder never interleave."""
     if not 0 <= score <= q.max_points:
         raise ValueError(f"{q.grade_id}: a score from 0 to {q.max_points:g}, not {score:g}")
-    with Gradebook(db_url) as gb:
-        grade = gb.find_grade(q.grade_id, q.notebook, q.assignment, student)
-        before = grade.manual_score if grade.manual_score is not None else grade.auto_score
-        grade.manual_score = score
-        grade.needs_manual_grade = False
-        if comment is not None:
-            try:
-                gb.find_comment(q.grade_id, q.notebook, q.assignment, student).manual_comment = comment
-            except MissingEntry:
-                pass
-        gb.db.commit()
-    line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": grader, "what": why,
-            "assignment": q.assignment, "notebook": q.notebook, "task": q.grade_id, "student": student,
-            "items": list(items), "score_before": before, "score_after": score}
     log = Path(coursedir.root) / "reports" / q.assignment / "grading-log.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)                      # released when the file closes
+        with Gradebook(db_url) as gb:
+            grade = gb.find_grade(q.grade_id, q.notebook, q.assignment, student)
+            try:
+                held = gb.find_comment(q.grade_id, q.notebook, q.assignment, student)
+            except MissingEntry:
+                held = None
+            if seen is not None and seen != grade_state(grade, held):
+                raise GradedMeanwhile(changed_since(log, q, student, grade, held))
+            before = grade.manual_score if grade.manual_score is not None else grade.auto_score
+            grade.manual_score = score
+            grade.needs_manual_grade = False
+            if comment is not None and held is not None:
+                held.manual_comment = comment
+            gb.db.commit()
+            after = grade_state(grade, held)
+        line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": grader, "what": why,
+                "assignment": q.assignment, "notebook": q.notebook, "task": q.grade_id,
+                "student": student, "items": list(items), "score_before": before,
+                "score_after": score, "state": after}
         out.write(json.dumps(line) + "\n")
     return line
+
+
+def changed_since(log: Path, q: Question, student: str, grade, comment) -> str:
+    """What a grader is told when the answer's grade changed after their page was drawn: its
+    grade now and, from the grading log, who applied it and when -- where the log's last line for
+    the answer left it as it is now; a change made elsewhere (formgrader, autograding again)
+    leaves no line."""
+    last = None
+    for line in log.read_text().splitlines() if log.exists() else []:
+        entry = json.loads(line)
+        if (entry["task"], entry["notebook"], entry["student"]) == (q.grade_id, q.notebook, student):
+            last = entry
+    now = ("not graded" if grade.needs_manual_grade else
+           f"{grade.score or 0:g} of {q.max_points:g}")
+    said = (comment.manual_comment or "").strip() if comment is not None else ""
+    here = last is not None and last.get("state") == grade_state(grade, comment)
+    when = last["at"].replace("T", " ").replace("Z", " UTC") if last else ""
+    who = (f"{last['by']} applied {last['score_after']:g} at {when}" if here else
+           "it was changed outside these pages (in formgrader, or by autograding again: the "
+           "grading log has no line for it)")
+    return (f"This answer's grade changed after your page was drawn: {who}. It is {now} now"
+            + (f", with the comment {said[:200]!r}" if said else "") + ". Nothing was written: "
+            "open the question again to read it, and apply again if it should change.")

@@ -5,7 +5,9 @@
 - ``/course-grading/<lab>/<notebook>/<grade_id>`` -- one question: its rubric, then every answer
   under a token, never a name, in the question's shuffled order, each with the rubric's items to
   tick, a note, and *Apply*;
-- ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook);
+- ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook),
+  unless the answer's grade changed after the page was drawn (409: nothing written, the page
+  says who changed it);
   ``POST`` to ``/course-grading/regrades/<id>``: a request answered.
 
 What a student wrote is shown as text (escaped, never as HTML); forms carry Jupyter's XSRF token.
@@ -124,12 +126,22 @@ class OneQuestion(GradingPage):
             raise web.HTTPError(404, f"no answer {token} to {q.grade_id}")
         chosen = tuple(self.get_arguments("item"))
         note = self.get_argument("note", "")
+        seen = self.get_argument("seen", "")
+        again = url_path_join(self.home, q.path) + f"#answer-{token}"
+        if not seen:
+            raise web.HTTPError(400, "the form does not say which grade it was filled in against "
+                                     "(the question's page sends it): open the question again")
         try:
             score, comment = chosen_score(q, chosen, note, self.get_argument("score", ""))
         except (RubricError, ValueError) as exc:
             raise web.HTTPError(400, str(exc)) from None
-        self.apply(q, answer.student, score, comment, items=chosen)
-        self.redirect(url_path_join(self.home, q.path) + f"#answer-{token}")
+        try:
+            self.apply(q, answer.student, score, comment, items=chosen, seen=seen)
+        except A.GradedMeanwhile as exc:
+            self.set_status(409)
+            self.show("problem.html", message=str(exc), again=again)
+            return
+        self.redirect(again)
 
 
 def chosen_score(q: A.Question, chosen: tuple[str, ...], note: str, typed: str) -> tuple[float, str]:
