@@ -221,7 +221,7 @@ def test_a_grade_applied_after_the_page_was_drawn_is_never_overwritten(course):
     log = Path(coursedir.root) / "reports" / "lab8" / "grading-log.jsonl"
     lines = log.read_text()
     with pytest.raises(A.GradedMeanwhile, match=r"ta2 applied 2 at 20\d\d-.*It is 2 of 2 now, "
-                                                 r"with the comment 'Full marks.'\. Nothing was written"):
+                                                 "with the comment “Full marks.”\\. Nothing was written"):
         A.apply(coursedir, db, q, student, 0.5, "Too short.", "ta1", seen=drawn[student])
     assert log.read_text() == lines
     with Gradebook(db) as gb:
@@ -234,6 +234,33 @@ def test_a_grade_applied_after_the_page_was_drawn_is_never_overwritten(course):
         gb.db.commit()
     with pytest.raises(A.GradedMeanwhile, match="changed outside these pages .in formgrader"):
         A.apply(coursedir, db, q, student, 1.0, None, "ta1", seen=now)
+
+
+def test_a_page_ticks_the_items_and_note_last_applied_only_while_they_describe_the_grade(course):
+    """A question's page ticks the items last applied to an answer and gives back the note written
+    beside them; once the grade was changed elsewhere (formgrader), they no longer describe it and
+    nothing is ticked. The refusal quotes a long comment on one line, shortened."""
+    from attention_course_instructor.grading.by_question.pages import applied_items
+
+    coursedir, db = course
+    q = A.questions(coursedir, db)[0]
+    answer = A.answers(coursedir, db, q)[7]
+    score, comment = chosen_score(q, ("numbers",), "Quote the table.", "")
+    A.apply(coursedir, db, q, answer.student, score, comment, "ta1", items=("numbers",),
+            seen=answer.state, note="Quote the table.")
+    last = applied_items(Path(coursedir.root), q, A.answers(coursedir, db, q))[answer.student]
+    assert (last["items"], last["note"]) == (["numbers"], "Quote the table.")
+    drawn = next(a.state for a in A.answers(coursedir, db, q) if a.student == answer.student)
+    with Gradebook(db) as gb:
+        gb.find_grade(q.grade_id, "lab8", "lab8", answer.student).manual_score = 1.5
+        gb.find_comment(q.grade_id, "lab8", "lab8", answer.student).manual_comment = "line one\n" + "x" * 300
+        gb.db.commit()
+    assert answer.student not in applied_items(Path(coursedir.root), q, A.answers(coursedir, db, q))
+    with pytest.raises(A.GradedMeanwhile) as refused:
+        A.apply(coursedir, db, q, answer.student, 2.0, None, "ta2", seen=drawn)
+    said = str(refused.value)
+    assert "It is 1.5 of 2 now, with the comment “line one xxx" in said and "x…”" in said
+    assert "\n" not in said and len(said) < 600
 
 
 def test_applying_waits_for_another_server_applying_to_the_same_lab(course):
@@ -276,6 +303,9 @@ def test_a_form_with_nothing_chosen_says_what_it_expects(course):
     with pytest.raises(ValueError, match="tick the rubric's items or type a score from 0 to 2"):
         chosen_score(positive, (), "", "")
     assert chosen_score(positive, (), "typed", "1.5") == (1.5, "typed")
+    typed_only = A.Question("lab8", "lab8", "q1", "Q1", 2, None)
+    with pytest.raises(ValueError, match="^type a score from 0 to 2$"):
+        chosen_score(typed_only, (), "a note alone", "")
 
 
 # ---- the pages, served by a Jupyter server beside formgrader --------------------------------

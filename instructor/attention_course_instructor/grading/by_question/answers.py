@@ -164,6 +164,20 @@ def _answer_text(coursedir, q: Question, student: str) -> tuple[str, str]:
     return "", "markdown"
 
 
+def grade_now(db_url: str, q: Question, student: str) -> tuple[float, str] | None:
+    """``student``'s grade of ``q`` now and its :func:`grade_state` (None: they have none)."""
+    with Gradebook(db_url) as gb:
+        try:
+            grade = gb.find_grade(q.grade_id, q.notebook, q.assignment, student)
+        except MissingEntry:
+            return None
+        try:
+            comment = gb.find_comment(q.grade_id, q.notebook, q.assignment, student)
+        except MissingEntry:
+            comment = None
+        return float(grade.score or 0.0), grade_state(grade, comment)
+
+
 def current_score(db_url: str, q: Question, student: str) -> float:
     """The score the gradebook gives ``student``'s ``q`` now (manual where set, else automatic)."""
     with Gradebook(db_url) as gb:
@@ -172,10 +186,11 @@ def current_score(db_url: str, q: Question, student: str) -> float:
 
 def apply(coursedir, db_url: str, q: Question, student: str, score: float, comment: str | None,
           grader: str, why: str = "graded by question", items: tuple[str, ...] = (),
-          seen: str | None = None) -> dict:
+          seen: str | None = None, note: str = "") -> dict:
     """Write ``score`` (and ``comment``, unless None) for ``student``'s answer to ``q``; returns
     the log line, which says what the score was before (None: not graded yet). ``seen``: the
-    answer's :attr:`Answer.state` where the grader read it; when the grade has changed since,
+    answer's :attr:`Answer.state` where the grader read it (``note``: what the grader wrote beside
+    the items, kept in the log for the next page); when the grade has changed since,
     nothing is written and :class:`GradedMeanwhile` says who changed it, when, and to what.
     Applying holds the lab's grading log locked, from the check to the log's line, so that two
     graders' servers on one course folder never interleave."""
@@ -203,7 +218,7 @@ def apply(coursedir, db_url: str, q: Question, student: str, score: float, comme
         line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": grader, "what": why,
                 "assignment": q.assignment, "notebook": q.notebook, "task": q.grade_id,
                 "student": student, "items": list(items), "score_before": before,
-                "score_after": score, "state": after}
+                "score_after": score, "note": note, "state": after}
         out.write(json.dumps(line) + "\n")
     return line
 
@@ -220,12 +235,13 @@ def changed_since(log: Path, q: Question, student: str, grade, comment) -> str:
             last = entry
     now = ("not graded" if grade.needs_manual_grade else
            f"{grade.score or 0:g} of {q.max_points:g}")
-    said = (comment.manual_comment or "").strip() if comment is not None else ""
+    said = " ".join((comment.manual_comment or "").split()) if comment is not None else ""
+    said = said if len(said) <= 200 else said[:199].rstrip() + "…"
     here = last is not None and last.get("state") == grade_state(grade, comment)
     when = last["at"].replace("T", " ").replace("Z", " UTC") if last else ""
     who = (f"{last['by']} applied {last['score_after']:g} at {when}" if here else
            "it was changed outside these pages (in formgrader, or by autograding again: the "
            "grading log has no line for it)")
-    return (f"This answer's grade changed after your page was drawn: {who}. It is {now} now"
-            + (f", with the comment {said[:200]!r}" if said else "") + ". Nothing was written: "
+    return (f"The grade changed after your page was drawn: {who}. It is {now} now"
+            + (f", with the comment “{said}”" if said else "") + ". Nothing was written: "
             "open the question again to read it, and apply again if it should change.")

@@ -8,7 +8,8 @@
 - ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook),
   unless the answer's grade changed after the page was drawn (409: nothing written, the page
   says who changed it);
-  ``POST`` to ``/course-grading/regrades/<id>``: a request answered.
+  ``POST`` to ``/course-grading/regrades/<id>``: a request answered (a new score refused the same
+  way when the grade changed after the list was drawn).
 
 What a student wrote is shown as text (escaped, never as HTML); forms carry Jupyter's XSRF token.
 """
@@ -73,8 +74,10 @@ class GradingPage(JupyterHandler):
             trouble = str(exc)
         every = {(q.assignment, q.grade_id): q for q in A.questions(self.coursedir, self.db_url, by_hand=False)}
         tasks = {r["id"]: every.get((r["assignment"], r["task"])) for r in queue}
+        now = {r["id"]: A.grade_now(self.db_url, tasks[r["id"]], r["student"]) for r in queue
+               if r["status"] == "open" and tasks[r["id"]] is not None}
         self.show("questions.html", questions=found, counts=counts, queue=queue, tasks=tasks,
-                  trouble=trouble, done=done)
+                  now=now, trouble=trouble, done=done)
 
     def show(self, template: str, **context) -> None:
         self.finish(ENV.get_template(template).render(
@@ -82,8 +85,10 @@ class GradingPage(JupyterHandler):
             xsrf=self.xsrf_form_html(), **context))
 
 
-def applied_items(root: Path, q: A.Question) -> dict[str, list[str]]:
-    """student -> the rubric items last applied to their answer to ``q`` (from the grading log)."""
+def applied_items(root: Path, q: A.Question, given: list[A.Answer]) -> dict[str, dict]:
+    """student -> the log's last line for their answer to ``q`` (its rubric items and note), where
+    that line still describes the grade (a later edit in formgrader leaves it out: its items would
+    be ticked against another score). A line written before the log held states counts."""
     import json
 
     log, last = Path(root) / "reports" / q.assignment / "grading-log.jsonl", {}
@@ -91,8 +96,10 @@ def applied_items(root: Path, q: A.Question) -> dict[str, list[str]]:
         for line in log.read_text().splitlines():
             entry = json.loads(line)
             if entry["task"] == q.grade_id and entry["notebook"] == q.notebook:
-                last[entry["student"]] = entry["items"]
-    return last
+                last[entry["student"]] = entry
+    states = {a.student: a.state for a in given}
+    return {student: entry for student, entry in last.items()
+            if entry.get("state", states.get(student)) == states.get(student)}
 
 
 class Questions(GradingPage):
@@ -114,7 +121,7 @@ class OneQuestion(GradingPage):
     def get(self, assignment: str, notebook: str, grade_id: str, token: str | None = None):
         q = self.find(assignment, notebook, grade_id)
         given = A.answers(self.coursedir, self.db_url, q)
-        applied = applied_items(Path(self.coursedir.root), q)
+        applied = applied_items(Path(self.coursedir.root), q, given)
         self.show("question.html", q=q, answers=given, applied=applied,
                   action=url_path_join(self.home, q.path))
 
@@ -136,7 +143,7 @@ class OneQuestion(GradingPage):
         except (RubricError, ValueError) as exc:
             raise web.HTTPError(400, str(exc)) from None
         try:
-            self.apply(q, answer.student, score, comment, items=chosen, seen=seen)
+            self.apply(q, answer.student, score, comment, items=chosen, seen=seen, note=note.strip())
         except A.GradedMeanwhile as exc:
             self.set_status(409)
             self.show("problem.html", message=str(exc), again=again)
@@ -155,7 +162,8 @@ def chosen_score(q: A.Question, chosen: tuple[str, ...], note: str, typed: str) 
         return float(typed), note.strip()
     if q.rubric is not None and q.rubric.grading == "negative":
         return q.max_points, note.strip()             # nothing taken off: full marks
-    raise ValueError(f"tick the rubric's items or type a score from 0 to {q.max_points:g}")
+    raise ValueError(f"tick the rubric's items or type a score from 0 to {q.max_points:g}"
+                     if q.rubric is not None else f"type a score from 0 to {q.max_points:g}")
 
 
 class AnswerRegrade(GradingPage):
@@ -189,8 +197,15 @@ class AnswerRegrade(GradingPage):
                 after, comment = chosen_score(q, chosen, "", typed)
             except (RubricError, ValueError) as exc:
                 raise web.HTTPError(400, str(exc)) from None
-            self.apply(q, request["student"], after, comment if chosen else None,
-                       why=f"regrade {request_id}: {reason}", items=chosen)
+            try:
+                self.apply(q, request["student"], after, comment if chosen else None,
+                           why=f"regrade {request_id}: {reason}", items=chosen,
+                           seen=self.get_argument("seen", "") or None)
+            except A.GradedMeanwhile as exc:
+                self.set_status(409)
+                self.show("problem.html", message=str(exc), again=f"{self.home}#req-{request_id}",
+                          again_text="Open the regrade requests again at this request")
+                return
         await R.record_answer(course, request_id, reason, before, after)
         loop = asyncio.get_running_loop()
         steps = [f"{request['student']}'s {q.name}: {before:g} -> {after:g}"]
