@@ -273,7 +273,15 @@ def test_a_grade_changed_by_question_or_regrade_reaches_the_lms(course, platform
     written = answers.Question("lab12", "lab12", "task7", "Task 7", 7.0, None)
     answers.apply(CourseDirectory(root=str(tmp_path / "course")), db, written, "eve", 6.0, "Clear.", "ta1")
     monkeypatch.delenv("COURSE_LMS_PLATFORM", raising=False)
-    assert "no LMS is set" in regrades.send_to_lms(db, "lab12", "eve")
+    said, finished = regrades.send_to_lms(db, "lab12", "eve")
+    assert "no LMS is set" in said and finished
     monkeypatch.setenv("COURSE_LMS_PLATFORM", str(platform_file(folder, base)))
-    assert regrades.send_to_lms(db, "lab12", "eve") == "LMS: sent, 21"           # 15 + 6
+    assert regrades.send_to_lms(db, "lab12", "eve") == ("LMS: sent, 21", True)   # 15 + 6
     assert shown(received(base))[("lab12", "1005")] == 21
+    # an LMS out of reach: the page is told it is not finished; nothing raises (the score is written)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        away = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    monkeypatch.setenv("COURSE_LMS_PLATFORM", str(platform_file(folder, base, token_url=f"{away}/token")))
+    said, finished = regrades.send_to_lms(db, "lab12", "eve")
+    assert said.startswith("LMS: not sent (") and not finished, said

@@ -63,8 +63,9 @@ class GradingPage(JupyterHandler):
         message = getattr(exc, "log_message", None) or self._reason
         self.show("problem.html", message=message)
 
-    async def index(self, done: str = "") -> None:
-        """The questions and the queue; ``done``: what this request did (never read from the URL)."""
+    async def index(self, done: str = "", unfinished: str = "") -> None:
+        """The questions and the queue; ``done``: what this request did, ``unfinished``: what it
+        could not (never read from the URL)."""
         found = A.questions(self.coursedir, self.db_url)
         counts = {q.path: A.progress(self.db_url, q) for q in found}
         queue, trouble = [], ""
@@ -77,7 +78,7 @@ class GradingPage(JupyterHandler):
         now = {r["id"]: A.grade_now(self.db_url, tasks[r["id"]], r["student"]) for r in queue
                if r["status"] == "open" and tasks[r["id"]] is not None}
         self.show("questions.html", questions=found, counts=counts, queue=queue, tasks=tasks,
-                  now=now, trouble=trouble, done=done)
+                  now=now, trouble=trouble, done=done, unfinished=unfinished)
 
     def show(self, template: str, **context) -> None:
         self.finish(ENV.get_template(template).render(
@@ -208,14 +209,15 @@ class AnswerRegrade(GradingPage):
                 return
         await R.record_answer(course, request_id, reason, before, after)
         loop = asyncio.get_running_loop()
-        steps = [f"{request['student']}'s {q.name}: {before:g} -> {after:g}"]
+        steps, unfinished = [f"{request['student']}'s {q.name}: {before:g} -> {after:g}"], []
         if after != before:
             problem = await loop.run_in_executor(None, R.refresh_feedback, Path(self.coursedir.root),
                                                  q.assignment, request["student"])
-            steps.append(problem or "feedback generated and released again")
-            steps.append(await loop.run_in_executor(None, R.send_to_lms, self.db_url, q.assignment,
-                                                    request["student"]))
-        await self.index(done=" · ".join(steps))
+            (unfinished if problem else steps).append(problem or "feedback generated and released again")
+            said, sent = await loop.run_in_executor(None, R.send_to_lms, self.db_url, q.assignment,
+                                                    request["student"])
+            (steps if sent else unfinished).append(said)
+        await self.index(done=" · ".join(steps), unfinished=" · ".join(unfinished))
 
 
 def formgrader_forgets_what_it_read(settings: dict) -> None:

@@ -60,12 +60,19 @@ def refresh_feedback(root: Path, assignment: str, student: str) -> str:
     return ""
 
 
-def send_to_lms(db_url: str, assignment: str, student: str) -> str:
-    """The lab's new total for one student to the LMS, where the course has one (a sentence)."""
+def send_to_lms(db_url: str, assignment: str, student: str) -> tuple[str, bool]:
+    """The lab's new total for one student to the LMS, where the course has one: a sentence, and
+    whether that step is finished (False: the LMS did not take the score -- it refused it, the
+    gradebook cannot say whose it is, or the LMS could not be reached -- and the grade is in the
+    gradebook only). Never raises: the score is written by then."""
     platform = os.environ.get("COURSE_LMS_PLATFORM", "")
     if not platform:
-        return "no LMS is set for this course (COURSE_LMS_PLATFORM): send grades as the guide says"
+        return "no LMS is set for this course (COURSE_LMS_PLATFORM): send grades as the guide says", True
     from attention_course_instructor.grading.lti_ags import AgsClient, Platform, passback_student
 
-    row = passback_student(db_url, assignment, student, AgsClient(Platform.from_file(Path(platform))))
-    return f"LMS: {row.outcome}" + (f", {row.score}" if row.score else "") + (f" ({row.detail})" if row.detail else "")
+    try:
+        row = passback_student(db_url, assignment, student, AgsClient(Platform.from_file(Path(platform))))
+    except Exception as exc:                       # unreachable, a broken platform file, ...
+        return f"LMS: not sent ({type(exc).__name__}: {str(exc)[:300]})", False
+    said = f"LMS: {row.outcome}" + (f", {row.score}" if row.score else "") + (f" ({row.detail})" if row.detail else "")
+    return said, row.outcome == "sent"
