@@ -178,12 +178,6 @@ def grade_now(db_url: str, q: Question, student: str) -> tuple[float, str] | Non
         return float(grade.score or 0.0), grade_state(grade, comment)
 
 
-def current_score(db_url: str, q: Question, student: str) -> float:
-    """The score the gradebook gives ``student``'s ``q`` now (manual where set, else automatic)."""
-    with Gradebook(db_url) as gb:
-        return float(gb.find_grade(q.grade_id, q.notebook, q.assignment, student).score or 0.0)
-
-
 def apply(coursedir, db_url: str, q: Question, student: str, score: float, comment: str | None,
           grader: str, why: str = "graded by question", items: tuple[str, ...] = (),
           seen: str | None = None, note: str = "") -> dict:
@@ -196,7 +190,7 @@ def apply(coursedir, db_url: str, q: Question, student: str, score: float, comme
     graders' servers on one course folder never interleave."""
     if not 0 <= score <= q.max_points:
         raise ValueError(f"{q.grade_id}: a score from 0 to {q.max_points:g}, not {score:g}")
-    log = Path(coursedir.root) / "reports" / q.assignment / "grading-log.jsonl"
+    log = grading_log(coursedir.root, q.assignment)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as out:
         fcntl.flock(out, fcntl.LOCK_EX)                      # released when the file closes
@@ -207,7 +201,7 @@ def apply(coursedir, db_url: str, q: Question, student: str, score: float, comme
             except MissingEntry:
                 held = None
             if seen is not None and seen != grade_state(grade, held):
-                raise GradedMeanwhile(changed_since(log, q, student, grade, held))
+                raise GradedMeanwhile(changed_since(coursedir.root, q, student, grade, held))
             before = grade.manual_score if grade.manual_score is not None else grade.auto_score
             grade.manual_score = score
             grade.needs_manual_grade = False
@@ -223,16 +217,26 @@ def apply(coursedir, db_url: str, q: Question, student: str, score: float, comme
     return line
 
 
-def changed_since(log: Path, q: Question, student: str, grade, comment) -> str:
+def grading_log(root: Path, assignment: str) -> Path:
+    return Path(root) / "reports" / assignment / "grading-log.jsonl"
+
+
+def last_lines(root: Path, q: Question) -> dict[str, dict]:
+    """student -> the grading log's last line for their answer to ``q`` (none: never applied)."""
+    log, last = grading_log(root, q.assignment), {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        entry = json.loads(line)
+        if (entry["task"], entry["notebook"]) == (q.grade_id, q.notebook):
+            last[entry["student"]] = entry
+    return last
+
+
+def changed_since(root: Path, q: Question, student: str, grade, comment) -> str:
     """What a grader is told when the answer's grade changed after their page was drawn: its
     grade now and, from the grading log, who applied it and when -- where the log's last line for
     the answer left it as it is now; a change made elsewhere (formgrader, autograding again)
     leaves no line."""
-    last = None
-    for line in log.read_text().splitlines() if log.exists() else []:
-        entry = json.loads(line)
-        if (entry["task"], entry["notebook"], entry["student"]) == (q.grade_id, q.notebook, student):
-            last = entry
+    last = last_lines(root, q).get(student)
     now = ("not graded" if grade.needs_manual_grade else
            f"{grade.score or 0:g} of {q.max_points:g}")
     said = " ".join((comment.manual_comment or "").split()) if comment is not None else ""

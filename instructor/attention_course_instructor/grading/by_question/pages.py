@@ -90,16 +90,8 @@ def applied_items(root: Path, q: A.Question, given: list[A.Answer]) -> dict[str,
     """student -> the log's last line for their answer to ``q`` (its rubric items and note), where
     that line still describes the grade (a later edit in formgrader leaves it out: its items would
     be ticked against another score). A line written before the log held states counts."""
-    import json
-
-    log, last = Path(root) / "reports" / q.assignment / "grading-log.jsonl", {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            entry = json.loads(line)
-            if entry["task"] == q.grade_id and entry["notebook"] == q.notebook:
-                last[entry["student"]] = entry
     states = {a.student: a.state for a in given}
-    return {student: entry for student, entry in last.items()
+    return {student: entry for student, entry in A.last_lines(root, q).items()
             if entry.get("state", states.get(student)) == states.get(student)}
 
 
@@ -191,7 +183,11 @@ class AnswerRegrade(GradingPage):
             await R.record_answer(course, request_id, reason, None, None)
             await self.index(done=f"answered {request['student']}")
             return
-        before = A.current_score(self.db_url, q, request["student"])
+        now = A.grade_now(self.db_url, q, request["student"])
+        if now is None:
+            raise web.HTTPError(400, f"{request['student']} has no grade for {q.grade_id} in the "
+                                     "gradebook: grade their submission first")
+        before = now[0]
         after = before
         if chosen or typed.strip():
             try:
