@@ -263,6 +263,33 @@ def test_a_page_ticks_the_items_and_note_last_applied_only_while_they_describe_t
     assert "\n" not in said and len(said) < 600
 
 
+def test_a_question_without_a_rubric_gives_back_its_score_and_escapes_what_is_given_back():
+    """Without a rubric the form's score is the one last applied (while it describes the grade),
+    or, opened from a refusal, the one sent then; what a refusal's link gives back is shown as
+    text, never as HTML."""
+    from types import SimpleNamespace
+
+    from attention_course_instructor.grading.by_question.pages import ENV
+
+    q = SimpleNamespace(name="Task 9", assignment="lab8", max_points=2.0, rubric=None)
+    answers = [SimpleNamespace(token=t, student=s, text="an answer", graded=True, score=1.5,
+                               comment="", state="0" * 16) for t, s in (("t1", "s1"), ("t2", "s2"))]
+
+    def form(page, token):
+        return page[page.index(f'id="answer-{token}"'):].split("</section>")[0]
+
+    def draw(resume=None):
+        return ENV.get_template("question.html").render(
+            q=q, answers=answers, applied={"s1": {"items": [], "note": "", "score_after": 1.5}},
+            action="/course-grading/x", resume=resume, home="/course-grading", formgrader="/fg", xsrf="")
+
+    assert 'value="1.5"' in form(draw(), "t1") and 'value=""' in form(draw(), "t2")
+    back = draw({"id": "t2", "items": [], "score": "0.5", "text": "</textarea><script>x()</script>"})
+    assert 'value="0.5"' in form(back, "t2") and "Filled in with what you sent" in form(back, "t2")
+    assert "<script>" not in back and "&lt;/textarea&gt;&lt;script&gt;" in form(back, "t2")
+    assert "Filled in" not in form(back, "t1") and 'value="1.5"' in form(back, "t1")
+
+
 def test_applying_waits_for_another_server_applying_to_the_same_lab(course):
     """Two graders' servers on one course folder: while one holds the lab's grading log (from its
     check to its log line), another's apply waits, then checks against what the first wrote."""
@@ -404,8 +431,15 @@ def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_ru
                          headers={"X-XSRFToken": xsrf})
     said = html.unescape(stale.text)
     assert stale.status_code == 409 and "It is 1 of 2 now" in said and "Nothing was written" in said
-    assert f'href="/course-grading/{q.path}#answer-{first.token}"' in stale.text
+    assert "<li>score: 0</li>" in said and "<li>note: “Wrong.”</li>" in said       # what was sent
+    link = html.unescape(re.search(r'href="([^"]*)">Open the question again', stale.text).group(1))
+    assert link == f"/course-grading/{q.path}?resume={first.token}&score=0&note=Wrong.#answer-{first.token}"
     assert formgrader_score() == 1
+    back = session.get(f"{url}{link.split('#')[0]}").text         # the answer's form, filled in again
+    assert back.count("Filled in with what you sent before") == 1
+    mine = back[back.index(f'id="answer-{first.token}"'):][:6000].split("</section>")[0]
+    assert "Filled in with what you sent before" in mine and "<textarea name=\"note\">Wrong.</textarea>" in mine
+    assert drawn_state(back, first.token) != seen                  # against the grade it has now
     unsaid = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
                           data={"score": "0", "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
     assert unsaid.status_code == 400 and "which grade it was filled in against" in html.unescape(unsaid.text)
@@ -446,8 +480,9 @@ def test_axe_finds_nothing_on_the_grading_pages(course, server, browser, axe_scr
 def test_a_page_drawn_before_another_grader_applied_is_refused_in_the_browser(course, server, browser,
                                                                                axe_script):
     """As a teaching assistant meets it: their page is open at a question; another grades its
-    first answer; they tick an item and *Apply*. The refusal says who graded it and to what, axe
-    finds nothing on it, and its link opens the question at that answer, graded."""
+    first answer; they tick an item, write a note and *Apply*. The refusal says who graded it and
+    to what, repeats what they sent, and axe finds nothing on it; its link opens the question at
+    that answer, graded, with their item and note filled in again: *Apply* then replaces it."""
     from conftest import SHOTS
 
     coursedir, db = course
@@ -460,10 +495,14 @@ def test_a_page_drawn_before_another_grader_applied_is_refused_in_the_browser(co
         A.apply(coursedir, db, q, first.student, 2.0, "Complete.", "ta2", seen=first.state)
         card = page.locator("section.card").first
         card.locator("input[name=item]").first.check()
+        card.get_by_label("Note for this student").fill("See the second map, too.")
         card.get_by_role("button", name="Apply to answer 1").click()
         page.wait_for_load_state("networkidle")
         alert = page.get_by_role("alert").inner_text()
         assert "ta2 applied 2 at" in alert and "It is 2 of 2 now" in alert, alert
+        sent = page.get_by_role("list").inner_text()
+        item = q.rubric.items[0]
+        assert f"“{item.comment}” ({item.points:+g})" in sent and "“See the second map, too.”" in sent
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / "grading-by-question-graded-meanwhile.png"), full_page=True)
         page.add_script_tag(path=str(axe_script))
@@ -472,8 +511,19 @@ def test_a_page_drawn_before_another_grader_applied_is_refused_in_the_browser(co
         page.get_by_role("link", name="Open the question again at this answer").click()
         page.wait_for_load_state("networkidle")
         assert page.url.endswith(f"#answer-{first.token}")
-        assert page.locator(f"#answer-{first.token}").get_by_text("Graded: 2 of 2").count() == 1
+        card = page.locator(f"#answer-{first.token}")
+        assert card.get_by_text("Graded: 2 of 2").count() == 1
+        assert card.get_by_role("status").inner_text().startswith("Filled in with what you sent before")
+        assert card.locator("input[name=item]").first.is_checked()
+        assert card.get_by_label("Note for this student").input_value() == "See the second map, too."
+        card.screenshot(path=str(SHOTS / "grading-by-question-filled-in-again.png"))
+        with Gradebook(db) as gb:
+            assert gb.find_grade(q.grade_id, "lab8", "lab8", first.student).manual_score == 2.0
+        card.get_by_role("button", name="Apply to answer 1").click()
+        page.wait_for_load_state("networkidle")
+        assert page.get_by_role("alert").count() == 0
     finally:
         page.close()
     with Gradebook(db) as gb:
-        assert gb.find_grade(q.grade_id, "lab8", "lab8", first.student).manual_score == 2.0
+        grade = gb.find_grade(q.grade_id, "lab8", "lab8", first.student)
+        assert grade.manual_score == q.rubric.score([item.id]) < 2.0

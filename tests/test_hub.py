@@ -548,15 +548,21 @@ def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded
         graded = next(g for g in course.formgrader(inst, "GET", "grades", params={
             "submission_id": scores[student]["id"]}).json() if g["name"] == task)
         course.formgrader(inst, "PUT", f"grade/{graded['id']}", json={"manual_score": before})
+        reason = "Checked by hand: one case was right."
         for attempt in ("refused", "resolved"):
             card = page.locator("section.card", has_text=student).filter(has_text="open").first
-            card.get_by_label("New score").fill(str(before + 1))
-            card.get_by_label("Your answer to the student").fill("Checked by hand: one case was right.")
+            if attempt == "refused":
+                card.get_by_label("New score").fill(str(before + 1))
+                card.get_by_label("Your answer to the student").fill(reason)
+            else:                       # the refusal's link gave back what was sent, filled in
+                assert card.get_by_label("New score").input_value() == f"{before + 1:g}"
+                assert card.get_by_label("Your answer to the student").input_value() == reason
             card.get_by_role("button", name="Resolve").click()
             page.wait_for_load_state("networkidle")
             if attempt == "refused":
                 alert = page.get_by_role("alert").inner_text()
                 assert "changed outside these pages (in formgrader" in alert, alert
+                assert page.get_by_role("listitem").filter(has_text=reason).count() == 1
                 page.get_by_role("link", name="Open the regrade requests again at this request").click()
                 page.wait_for_load_state("networkidle")
         said = page.get_by_role("status").inner_text()
@@ -570,9 +576,9 @@ def test_grading_by_question_and_a_regrade_request_in_the_browser(course, graded
     # the student reads the answer and the new feedback
     mine = course.api(student, "GET", REGRADES).json()["requests"]
     assert [(r["task"], r["status"]) for r in mine] == [(task, "resolved")]
-    assert mine[0]["history"][-1]["reason"] == "Checked by hand: one case was right."
+    assert mine[0]["history"][-1]["reason"] == reason
     page_text = course.api(student, "GET", f"/user/{student}/course-regrade").text
-    assert "Checked by hand: one case was right." in page_text and "resolved" in page_text
+    assert reason in page_text and "resolved" in page_text
     fetched = course.nbgrader_action(student, "fetch_feedback", "lab8")
     assert fetched["success"], fetched
     assert feedback.read_text() != first_feedback               # the same submission's, made again

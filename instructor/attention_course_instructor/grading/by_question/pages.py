@@ -7,9 +7,11 @@
   tick, a note, and *Apply*;
 - ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook),
   unless the answer's grade changed after the page was drawn (409: nothing written, the page
-  says who changed it);
+  says who changed it, repeats what was sent, and links back to the answer with it filled in:
+  ``?resume=<token>&item=...&score=...&note=...``, read by the page, never written);
   ``POST`` to ``/course-grading/regrades/<id>``: a request answered (a new score refused the same
-  way when the grade changed after the list was drawn).
+  way when the grade changed after the list was drawn; ``/course-grading?resume=<id>&...`` fills
+  that request's form in again).
 
 What a student wrote is shown as text (escaped, never as HTML); forms carry Jupyter's XSRF token.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import urlencode
 
 import jinja2
 from jupyter_server.base.handlers import JupyterHandler
@@ -63,9 +66,24 @@ class GradingPage(JupyterHandler):
         message = getattr(exc, "log_message", None) or self._reason
         self.show("problem.html", message=message)
 
-    async def index(self, done: str = "", unfinished: str = "") -> None:
+    def sent_back(self, key: str) -> dict | None:
+        """What a refused form sent, as its refusal's link gives it back (``resume`` names the
+        answer's token or the request's id), to fill that one form in again; None without one.
+        Only shown in the form (escaped) and sent again by the grader: nothing is written here."""
+        resume = self.get_argument("resume", "")
+        if not resume:
+            return None
+        score = self.get_argument("score", "").strip()
+        try:
+            score = f"{float(score):g}" if score else ""
+        except ValueError:
+            score = ""
+        return {"id": resume, "items": self.get_arguments("item"), "score": score,
+                "text": self.get_argument(key, "")}
+
+    async def index(self, done: str = "", unfinished: str = "", resume: dict | None = None) -> None:
         """The questions and the queue; ``done``: what this request did, ``unfinished``: what it
-        could not (never read from the URL)."""
+        could not (never read from the URL); ``resume``: a refused resolution's form, given back."""
         found = A.questions(self.coursedir, self.db_url)
         counts = {q.path: A.progress(self.db_url, q) for q in found}
         queue, trouble = [], ""
@@ -78,7 +96,13 @@ class GradingPage(JupyterHandler):
         now = {r["id"]: A.grade_now(self.db_url, tasks[r["id"]], r["student"]) for r in queue
                if r["status"] == "open" and tasks[r["id"]] is not None}
         self.show("questions.html", questions=found, counts=counts, queue=queue, tasks=tasks,
-                  now=now, trouble=trouble, done=done, unfinished=unfinished)
+                  now=now, trouble=trouble, done=done, unfinished=unfinished, resume=resume)
+
+    def refuse(self, exc: Exception, again: str, sent: list[str], again_text: str = "") -> None:
+        """A form refused because the grade changed after it was drawn: 409, the reason, what was
+        sent (none of it written) and a link back to the form with it filled in."""
+        self.set_status(409)
+        self.show("problem.html", message=str(exc), again=again, sent=sent, again_text=again_text)
 
     def show(self, template: str, **context) -> None:
         self.finish(ENV.get_template(template).render(
@@ -95,11 +119,33 @@ def applied_items(root: Path, q: A.Question, given: list[A.Answer]) -> dict[str,
             if entry.get("state", states.get(student)) == states.get(student)}
 
 
+def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple[str, str]) -> list[str]:
+    """A refused form's entries, in words: the rubric items ticked, the score typed and the
+    text written (``text``: its label and value)."""
+    sent = []
+    if items and q.rubric is not None:
+        known = {item.id: item for item in q.rubric.items}
+        sent.append("items ticked: " + "; ".join(f"“{known[i].comment}” ({known[i].points:+g})"
+                                                for i in items if i in known))
+    if score.strip():
+        sent.append(f"score: {score.strip()}")
+    if text[1].strip():
+        sent.append(f"{text[0]}: “{text[1].strip()}”")
+    return sent or ["nothing but Apply"]
+
+
+def resume_link(page: str, resume: str, anchor: str, items: tuple[str, ...], score: str,
+                text: tuple[str, str]) -> str:
+    """``page`` with a refused form's entries in its query (see :meth:`GradingPage.sent_back`)."""
+    query = [("resume", resume), *[("item", item) for item in items], ("score", score.strip()), text]
+    return f"{page}?{urlencode(query)}#{anchor}"
+
+
 class Questions(GradingPage):
 
     @web.authenticated
     async def get(self):
-        await self.index()
+        await self.index(resume=self.sent_back("reason"))
 
 
 class OneQuestion(GradingPage):
@@ -116,7 +162,7 @@ class OneQuestion(GradingPage):
         given = A.answers(self.coursedir, self.db_url, q)
         applied = applied_items(Path(self.coursedir.root), q, given)
         self.show("question.html", q=q, answers=given, applied=applied,
-                  action=url_path_join(self.home, q.path))
+                  action=url_path_join(self.home, q.path), resume=self.sent_back("note"))
 
     @web.authenticated
     def post(self, assignment: str, notebook: str, grade_id: str, token: str | None = None):
@@ -125,21 +171,22 @@ class OneQuestion(GradingPage):
         if answer is None:
             raise web.HTTPError(404, f"no answer {token} to {q.grade_id}")
         chosen = tuple(self.get_arguments("item"))
-        note = self.get_argument("note", "")
+        note, typed = self.get_argument("note", ""), self.get_argument("score", "")
         seen = self.get_argument("seen", "")
-        again = url_path_join(self.home, q.path) + f"#answer-{token}"
+        page = url_path_join(self.home, q.path)
+        again = f"{page}#answer-{token}"
         if not seen:
             raise web.HTTPError(400, "the form does not say which grade it was filled in against "
                                      "(the question's page sends it): open the question again")
         try:
-            score, comment = chosen_score(q, chosen, note, self.get_argument("score", ""))
+            score, comment = chosen_score(q, chosen, note, typed)
         except (RubricError, ValueError) as exc:
             raise web.HTTPError(400, str(exc)) from None
         try:
             self.apply(q, answer.student, score, comment, items=chosen, seen=seen, note=note.strip())
         except A.GradedMeanwhile as exc:
-            self.set_status(409)
-            self.show("problem.html", message=str(exc), again=again)
+            self.refuse(exc, resume_link(page, token, f"answer-{token}", chosen, typed, ("note", note)),
+                        what_was_sent(q, chosen, typed, ("note", note)))
             return
         self.redirect(again)
 
@@ -199,9 +246,10 @@ class AnswerRegrade(GradingPage):
                            why=f"regrade {request_id}: {reason}", items=chosen,
                            seen=self.get_argument("seen", "") or None)
             except A.GradedMeanwhile as exc:
-                self.set_status(409)
-                self.show("problem.html", message=str(exc), again=f"{self.home}#req-{request_id}",
-                          again_text="Open the regrade requests again at this request")
+                self.refuse(exc, resume_link(self.home, request_id, f"req-{request_id}", chosen, typed,
+                                             ("reason", reason)),
+                            what_was_sent(q, chosen, typed, ("your answer to the student", reason)),
+                            again_text="Open the regrade requests again at this request")
                 return
         await R.record_answer(course, request_id, reason, before, after)
         loop = asyncio.get_running_loop()
