@@ -461,9 +461,18 @@ WCAG = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
 @pytest.mark.parametrize("width", [1280, 320])
 def test_axe_finds_nothing_on_the_grading_pages(course, server, browser, axe_script, width):
     """axe-core (WCAG 2.1 A and AA) on the list of questions and on a question's page, at a
-    desktop width and at 320 px, where the page does not scroll sideways."""
+    desktop width and at 320 px, where the page does not scroll sideways: not even for a comment
+    of one long word, set here on an answer no other test reads."""
     coursedir, db = course
     url, _, token = server
+    q = A.questions(coursedir, db)[0]
+    wide = A.answers(coursedir, db, q)[9]
+    with Gradebook(db) as gb:
+        grade = gb.find_grade(q.grade_id, "lab8", "lab8", wide.student)
+        grade.manual_score, grade.needs_manual_grade = 1.0, False
+        gb.find_comment(q.grade_id, "lab8", "lab8", wide.student).manual_comment = "y" * 400
+        gb.db.commit()
+    assert "y" * 400 in A.answers(coursedir, db, q)[9].comment
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         for path in ("course-grading", f"course-grading/{A.questions(coursedir, db)[0].path}"):
