@@ -85,9 +85,10 @@ release: $(STAMP)                    ## LAB=lab8 or LAB=lab12
 # The student edition (CONTRIBUTING.md): the public repository's contents, written to $(EDITION)
 # (a clone of the student repository keeps its history and every wheel published before). It
 # refuses to go on where a version CHANGELOG.md names has no wheel there; AFRESH=1 starts a new
-# student repository with this version's wheel only.
+# student repository with this version's wheel only. Like the book, it prints its PDF with
+# Chromium; its scan for answers reads the PDF with poppler's pdftotext (browser-deps).
 EDITION ?= _build/edition
-edition: $(STAMP)
+edition: $(STAMP) browser-deps
 	$(PY) -m attention_course_instructor.book.edition --out $(EDITION) $(if $(AFRESH),--afresh)
 
 # Hardened autograding of every submission of each lab (see book/instructors/grading.md).

@@ -283,6 +283,34 @@ def test_the_scan_finds_a_planted_paraphrase(tmp_path):
     assert all(secret.startswith(expected[name]) or expected[name] in secret for name, secret in found)
 
 
+@pytest.mark.browser
+def test_the_scan_reads_a_solution_line_in_a_code_block_chromium_printed(browser, tmp_path):
+    """A line of a lab's solution, its shape comment included, in a code block of a page that
+    Chromium prints as it prints the book's PDF: the scan of the PDF finds it."""
+    secrets = leaks.secrets(REPO, LABS)
+    line = next(line for line, origin in secrets.lines.items()
+                if line.startswith("context = attention_context(") and origin.endswith("solution"))
+    code = f"import torch\n\n{line.replace(' # ', '    # ')}\nprint(context.shape)"
+    page = browser.new_page()
+    try:
+        page.set_content(f"<h1>Notes</h1><pre><code>{html.escape(code)}</code></pre>")
+        page.pdf(path=str(tmp_path / "book.pdf"))
+    finally:
+        page.close()
+    found = [(leak.kind, leak.secret) for leak in leaks.find_leaks(tmp_path, secrets)]
+    assert ("solution line", line) in found, found
+
+
+def test_the_scan_finds_every_secret_line_run_on_into_the_text_around_it(tmp_path):
+    """Every line of a solution, a hidden test or a lab's checks, glued to the words around it,
+    is found: the scan skips searching a text only for a line whose inner names it lacks."""
+    secrets = leaks.secrets(REPO, LABS)
+    (tmp_path / "notes.txt").write_text("\n".join(f"zz{line}zz" for line in secrets.lines))
+    found = {leak.secret for leak in leaks.find_leaks(tmp_path, secrets)
+             if leak.kind not in ("name", "marker", "paraphrase")}
+    assert len(secrets.lines) > 300 and found == set(secrets.lines)
+
+
 def test_the_question_s_own_words_are_no_paraphrase(tmp_path):
     """The released notebook shows each task's question: a page that quotes it gives nothing away."""
     release = nbformat.read(REPO / "labs" / "lab8" / "lab8.ipynb", as_version=4)
