@@ -290,6 +290,25 @@ def test_a_question_without_a_rubric_gives_back_its_score_and_escapes_what_is_gi
     assert "Filled in" not in form(back, "t1") and 'value="1.5"' in form(back, "t1")
 
 
+def test_a_note_too_long_for_the_refusal_s_link_is_left_for_the_grader_to_copy(course):
+    """A refusal's link carries the items, score and note, within a length a proxy passes; a
+    longer note is left out of it, and the refusal's list of what was sent says to copy it."""
+    from attention_course_instructor.grading.by_question.pages import (LINK_QUERY_CHARS, resume_link,
+                                                                        what_was_sent)
+
+    coursedir, db = course
+    q = A.questions(coursedir, db)[1]
+    short, carried = resume_link("/q", "t1", "answer-t1", ("states",), "", ("note", "Good é."))
+    assert carried and short == "/q?resume=t1&item=states&score=&note=Good+%C3%A9.#answer-t1"
+    note = "é" * 3000                                  # 18,000 characters once in a link
+    link, carried = resume_link("/q", "t1", "answer-t1", ("states",), "", ("note", note))
+    assert not carried and link == "/q?resume=t1&item=states&score=#answer-t1"
+    assert len(resume_link("/q", "t1", "a", (), "", ("note", "x" * (LINK_QUERY_CHARS - 40)))[0]) \
+        <= LINK_QUERY_CHARS + 10
+    said = what_was_sent(q, ("states",), "", ("note", note), carried)
+    assert said[-1] == f"note: “{note}” (too long for the link to fill in: copy it from here)"
+
+
 def test_applying_waits_for_another_server_applying_to_the_same_lab(course):
     """Two graders' servers on one course folder: while one holds the lab's grading log (from its
     check to its log line), another's apply waits, then checks against what the first wrote."""

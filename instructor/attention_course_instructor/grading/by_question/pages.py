@@ -119,9 +119,15 @@ def applied_items(root: Path, q: A.Question, given: list[A.Answer]) -> dict[str,
             if entry.get("state", states.get(student)) == states.get(student)}
 
 
-def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple[str, str]) -> list[str]:
+# the longest query a refusal's link carries: a longer one (a very long note) could pass the
+# proxy's limit on a request's headers (configurable-http-proxy's Node: 16 KB, cookies included)
+LINK_QUERY_CHARS = 6000
+
+
+def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple[str, str],
+                  carried: bool = True) -> list[str]:
     """A refused form's entries, in words: the rubric items ticked, the score typed and the
-    text written (``text``: its label and value)."""
+    text written (``text``: its label and value; ``carried``: whether the link fills it in)."""
     sent = []
     if items and q.rubric is not None:
         known = {item.id: item for item in q.rubric.items}
@@ -130,15 +136,18 @@ def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple
     if score.strip():
         sent.append(f"score: {score.strip()}")
     if text[1].strip():
-        sent.append(f"{text[0]}: “{text[1].strip()}”")
+        sent.append(f"{text[0]}: “{text[1].strip()}”" + ("" if carried else
+                    " (too long for the link to fill in: copy it from here)"))
     return sent or ["nothing but Apply"]
 
 
 def resume_link(page: str, resume: str, anchor: str, items: tuple[str, ...], score: str,
-                text: tuple[str, str]) -> str:
-    """``page`` with a refused form's entries in its query (see :meth:`GradingPage.sent_back`)."""
-    query = [("resume", resume), *[("item", item) for item in items], ("score", score.strip()), text]
-    return f"{page}?{urlencode(query)}#{anchor}"
+                text: tuple[str, str]) -> tuple[str, bool]:
+    """``page`` with a refused form's entries in its query (see :meth:`GradingPage.sent_back`),
+    and whether the text is among them: one too long for :data:`LINK_QUERY_CHARS` is left out."""
+    query = [("resume", resume), *[("item", item) for item in items], ("score", score.strip())]
+    carried = len(urlencode(query + [text])) <= LINK_QUERY_CHARS
+    return f"{page}?{urlencode(query + [text] if carried else query)}#{anchor}", carried
 
 
 class Questions(GradingPage):
@@ -185,8 +194,8 @@ class OneQuestion(GradingPage):
         try:
             self.apply(q, answer.student, score, comment, items=chosen, seen=seen, note=note.strip())
         except A.GradedMeanwhile as exc:
-            self.refuse(exc, resume_link(page, token, f"answer-{token}", chosen, typed, ("note", note)),
-                        what_was_sent(q, chosen, typed, ("note", note)))
+            link, carried = resume_link(page, token, f"answer-{token}", chosen, typed, ("note", note))
+            self.refuse(exc, link, what_was_sent(q, chosen, typed, ("note", note), carried))
             return
         self.redirect(again)
 
@@ -246,9 +255,10 @@ class AnswerRegrade(GradingPage):
                            why=f"regrade {request_id}: {reason}", items=chosen,
                            seen=self.get_argument("seen", "") or None)
             except A.GradedMeanwhile as exc:
-                self.refuse(exc, resume_link(self.home, request_id, f"req-{request_id}", chosen, typed,
-                                             ("reason", reason)),
-                            what_was_sent(q, chosen, typed, ("your answer to the student", reason)),
+                link, carried = resume_link(self.home, request_id, f"req-{request_id}", chosen, typed,
+                                            ("reason", reason))
+                self.refuse(exc, link, what_was_sent(q, chosen, typed, ("your answer to the student", reason),
+                                                     carried),
                             again_text="Open the regrade requests again at this request")
                 return
         await R.record_answer(course, request_id, reason, before, after)
