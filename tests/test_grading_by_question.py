@@ -265,8 +265,8 @@ def test_a_page_ticks_the_items_and_note_last_applied_only_while_they_describe_t
 
 def test_a_question_without_a_rubric_gives_back_its_score_and_escapes_what_is_given_back():
     """Without a rubric the form's score is the one last applied (while it describes the grade),
-    or, opened from a refusal, the one sent then; what a refusal's link gives back is shown as
-    text, never as HTML."""
+    or, opened from a refusal, the one sent then, while the grade is still the one the refusal
+    showed; what a refusal's link gives back is shown as text, never as HTML."""
     from types import SimpleNamespace
 
     from attention_course_instructor.grading.by_question.pages import ENV
@@ -284,10 +284,14 @@ def test_a_question_without_a_rubric_gives_back_its_score_and_escapes_what_is_gi
             action="/course-grading/x", resume=resume, home="/course-grading", formgrader="/fg", xsrf="")
 
     assert 'value="1.5"' in form(draw(), "t1") and 'value=""' in form(draw(), "t2")
-    back = draw({"id": "t2", "items": [], "score": "0.5", "text": "</textarea><script>x()</script>"})
+    sent = {"id": "t2", "was": "0" * 16, "items": [], "score": "0.5",
+            "text": "</textarea><script>x()</script>"}
+    back = draw(sent)
     assert 'value="0.5"' in form(back, "t2") and "Filled in with what you sent" in form(back, "t2")
     assert "<script>" not in back and "&lt;/textarea&gt;&lt;script&gt;" in form(back, "t2")
     assert "Filled in" not in form(back, "t1") and 'value="1.5"' in form(back, "t1")
+    moved = form(draw({**sent, "was": "1" * 16}), "t2")        # graded again since the refusal
+    assert "changed again after your refused Apply" in moved and 'value=""' in moved
 
 
 def test_a_note_too_long_for_the_refusal_s_link_is_left_for_the_grader_to_copy(course):
@@ -298,15 +302,16 @@ def test_a_note_too_long_for_the_refusal_s_link_is_left_for_the_grader_to_copy(c
 
     coursedir, db = course
     q = A.questions(coursedir, db)[1]
-    short, carried = resume_link("/q", "t1", "answer-t1", ("states",), "", ("note", "Good é."))
-    assert carried and short == "/q?resume=t1&item=states&score=&note=Good+%C3%A9.#answer-t1"
+    short, carried = resume_link("/q", "t1", "ab12", "answer-t1", ("states",), "", ("note", "Good é."))
+    assert carried and short == "/q?resume=t1&was=ab12&item=states&score=&note=Good+%C3%A9.#answer-t1"
     note = "é" * 3000                                  # 18,000 characters once in a link
-    link, carried = resume_link("/q", "t1", "answer-t1", ("states",), "", ("note", note))
-    assert not carried and link == "/q?resume=t1&item=states&score=#answer-t1"
-    assert len(resume_link("/q", "t1", "a", (), "", ("note", "x" * (LINK_QUERY_CHARS - 40)))[0]) \
+    link, carried = resume_link("/q", "t1", "ab12", "answer-t1", ("states",), "", ("note", note))
+    assert not carried and link == "/q?resume=t1&was=ab12&item=states&score=#answer-t1"
+    assert len(resume_link("/q", "t1", "ab12", "a", (), "", ("note", "x" * (LINK_QUERY_CHARS - 48)))[0]) \
         <= LINK_QUERY_CHARS + 10
-    said = what_was_sent(q, ("states",), "", ("note", note), carried)
-    assert said[-1] == f"note: “{note}” (too long for the link to fill in: copy it from here)"
+    said = what_was_sent(q, ("states",), "", ("note", note), 1.0, carried)
+    assert said[-2] == f"note: “{note}” (too long for the link to fill in: copy it from here)"
+    assert said[-1] == "the score it gives: 1 of 2"
 
 
 def test_applying_waits_for_another_server_applying_to_the_same_lab(course):
@@ -434,12 +439,16 @@ def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_ru
                         data={"item": ["states"], "note": "Good.", "seen": seen, "_xsrf": xsrf},
                         headers={"X-XSRFToken": xsrf})
     assert done.status_code == 302, done.text[-2000:]
+    assert done.headers["Location"] == f"/course-grading/{q.path}?applied={first.token}#answer-{first.token}"
+    assert session.get(f"{url}{done.headers['Location']}").text.count("Applied: this answer's grade") == 1
     with Gradebook(db) as gb:
         grade = gb.find_grade(q.grade_id, "lab8", "lab8", first.student)
         assert grade.manual_score == 1
     assert formgrader_score() == 1
-    again = session.get(f"{url}/course-grading/{q.path}").text
-    assert "Graded: 1 of 2" in again
+    drawn = session.get(f"{url}/course-grading/{q.path}")
+    again = drawn.text
+    assert "Graded: 1 of 2" in again and "Applied:" not in again
+    assert drawn.headers["Cache-Control"] == "no-store"           # Back shows the grades as they are
     refused = session.post(f"{url}/course-grading/{q.path}/{first.token}", allow_redirects=False,
                            data={"item": ["made-up"], "seen": drawn_state(again, first.token),
                                  "_xsrf": xsrf}, headers={"X-XSRFToken": xsrf})
@@ -451,8 +460,11 @@ def test_the_question_page_shows_answers_as_text_under_tokens_and_applies_the_ru
     said = html.unescape(stale.text)
     assert stale.status_code == 409 and "It is 1 of 2 now" in said and "Nothing was written" in said
     assert "<li>score: 0</li>" in said and "<li>note: “Wrong.”</li>" in said       # what was sent
+    assert "<li>the score it gives: 0 of 2</li>" in said
     link = html.unescape(re.search(r'href="([^"]*)">Open the question again', stale.text).group(1))
-    assert link == f"/course-grading/{q.path}?resume={first.token}&score=0&note=Wrong.#answer-{first.token}"
+    now = drawn_state(again, first.token)                      # the grade the refusal showed
+    assert link == (f"/course-grading/{q.path}?resume={first.token}&was={now}&score=0&note=Wrong."
+                    f"#answer-{first.token}")
     assert formgrader_score() == 1
     back = session.get(f"{url}{link.split('#')[0]}").text         # the answer's form, filled in again
     assert back.count("Filled in with what you sent before") == 1
@@ -545,11 +557,22 @@ def test_a_page_drawn_before_another_grader_applied_is_refused_in_the_browser(co
         assert card.locator("input[name=item]").first.is_checked()
         assert card.get_by_label("Note for this student").input_value() == "See the second map, too."
         card.screenshot(path=str(SHOTS / "grading-by-question-filled-in-again.png"))
+        page.add_script_tag(path=str(axe_script))
+        found = page.evaluate("(only) => axe.run(document, {runOnly: only})", WCAG)
+        assert [(v["id"], len(v["nodes"])) for v in found["violations"]] == []
         with Gradebook(db) as gb:
             assert gb.find_grade(q.grade_id, "lab8", "lab8", first.student).manual_score == 2.0
         card.get_by_role("button", name="Apply to answer 1").click()
         page.wait_for_load_state("networkidle")
         assert page.get_by_role("alert").count() == 0
+        assert card.get_by_role("status").inner_text().startswith("Applied: this answer's grade")
+        now = f"Graded: {q.rubric.score([item.id]):g} of 2"
+        assert card.get_by_text(now).count() == 1
+        page.go_back()                  # the filled-in page again: read anew, it fills in nothing
+        page.wait_for_load_state("networkidle")
+        assert "changed again after your refused Apply" in card.get_by_role("status").inner_text()
+        assert card.get_by_text(now).count() == 1
+        assert card.get_by_label("Note for this student").input_value() == "See the second map, too."
     finally:
         page.close()
     with Gradebook(db) as gb:

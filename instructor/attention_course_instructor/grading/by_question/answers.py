@@ -246,6 +246,6 @@ def changed_since(root: Path, q: Question, student: str, grade, comment) -> str:
     who = (f"{last['by']} applied {last['score_after']:g} at {when}" if here else
            "it was changed outside these pages (in formgrader, or by autograding again: the "
            "grading log has no line for it)")
-    return (f"The grade changed after your page was drawn: {who}. It is {now} now"
+    return (f"The grade changed after your page was opened: {who}. It is {now} now"
             + (f", with the comment “{said}”" if said else "") + ". Nothing was written: "
             "open the question again to read it, and apply again if it should change.")

@@ -8,7 +8,8 @@
 - ``POST`` to a question's ``/<token>``: the items applied (score and comment into the gradebook),
   unless the answer's grade changed after the page was drawn (409: nothing written, the page
   says who changed it, repeats what was sent, and links back to the answer with it filled in:
-  ``?resume=<token>&item=...&score=...&note=...``, read by the page, never written);
+  ``?resume=<token>&was=<state>&item=...&score=...&note=...``, read by the page, never written,
+  and filled in only while the grade is still the one the refusal showed);
   ``POST`` to ``/course-grading/regrades/<id>``: a request answered (a new score refused the same
   way when the grade changed after the list was drawn; ``/course-grading?resume=<id>&...`` fills
   that request's form in again).
@@ -78,8 +79,8 @@ class GradingPage(JupyterHandler):
             score = f"{float(score):g}" if score else ""
         except ValueError:
             score = ""
-        return {"id": resume, "items": self.get_arguments("item"), "score": score,
-                "text": self.get_argument(key, "")}
+        return {"id": resume, "was": self.get_argument("was", ""), "items": self.get_arguments("item"),
+                "score": score, "text": self.get_argument(key, "")}
 
     async def index(self, done: str = "", unfinished: str = "", resume: dict | None = None) -> None:
         """The questions and the queue; ``done``: what this request did, ``unfinished``: what it
@@ -105,6 +106,9 @@ class GradingPage(JupyterHandler):
         self.show("problem.html", message=str(exc), again=again, sent=sent, again_text=again_text)
 
     def show(self, template: str, **context) -> None:
+        # never kept by the browser: going Back shows the grades as they are now, not a page
+        # that says a grade is current after it changed (or that an Apply is still to do)
+        self.set_header("Cache-Control", "no-store")
         self.finish(ENV.get_template(template).render(
             home=self.home, formgrader=url_path_join(self.base_url, "formgrader"),
             xsrf=self.xsrf_form_html(), **context))
@@ -125,9 +129,10 @@ LINK_QUERY_CHARS = 6000
 
 
 def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple[str, str],
-                  carried: bool = True) -> list[str]:
-    """A refused form's entries, in words: the rubric items ticked, the score typed and the
-    text written (``text``: its label and value; ``carried``: whether the link fills it in)."""
+                  gave: float, carried: bool = True) -> list[str]:
+    """A refused form's entries, in words: the rubric items ticked, the score typed, the text
+    written (``text``: its label and value; ``carried``: whether the link fills it in) and the
+    score they give (``gave``)."""
     sent = []
     if items and q.rubric is not None:
         known = {item.id: item for item in q.rubric.items}
@@ -138,14 +143,18 @@ def what_was_sent(q: A.Question, items: tuple[str, ...], score: str, text: tuple
     if text[1].strip():
         sent.append(f"{text[0]}: “{text[1].strip()}”" + ("" if carried else
                     " (too long for the link to fill in: copy it from here)"))
-    return sent or ["nothing but Apply"]
+    if not items and q.rubric is not None and not score.strip():
+        sent.append(f"no item ticked ({q.rubric.grading} grading)")
+    return sent + [f"the score it gives: {gave:g} of {q.max_points:g}"]
 
 
-def resume_link(page: str, resume: str, anchor: str, items: tuple[str, ...], score: str,
+def resume_link(page: str, resume: str, was: str, anchor: str, items: tuple[str, ...], score: str,
                 text: tuple[str, str]) -> tuple[str, bool]:
     """``page`` with a refused form's entries in its query (see :meth:`GradingPage.sent_back`),
-    and whether the text is among them: one too long for :data:`LINK_QUERY_CHARS` is left out."""
-    query = [("resume", resume), *[("item", item) for item in items], ("score", score.strip())]
+    and whether the text is among them: one too long for :data:`LINK_QUERY_CHARS` is left out.
+    ``was``: the grade's state the refusal showed (once it changes, nothing is filled in)."""
+    query = [("resume", resume), ("was", was), *[("item", item) for item in items],
+             ("score", score.strip())]
     carried = len(urlencode(query + [text])) <= LINK_QUERY_CHARS
     return f"{page}?{urlencode(query + [text] if carried else query)}#{anchor}", carried
 
@@ -171,7 +180,8 @@ class OneQuestion(GradingPage):
         given = A.answers(self.coursedir, self.db_url, q)
         applied = applied_items(Path(self.coursedir.root), q, given)
         self.show("question.html", q=q, answers=given, applied=applied,
-                  action=url_path_join(self.home, q.path), resume=self.sent_back("note"))
+                  action=url_path_join(self.home, q.path), resume=self.sent_back("note"),
+                  applied_now=self.get_argument("applied", ""))
 
     @web.authenticated
     def post(self, assignment: str, notebook: str, grade_id: str, token: str | None = None):
@@ -183,7 +193,6 @@ class OneQuestion(GradingPage):
         note, typed = self.get_argument("note", ""), self.get_argument("score", "")
         seen = self.get_argument("seen", "")
         page = url_path_join(self.home, q.path)
-        again = f"{page}#answer-{token}"
         if not seen:
             raise web.HTTPError(400, "the form does not say which grade it was filled in against "
                                      "(the question's page sends it): open the question again")
@@ -194,10 +203,11 @@ class OneQuestion(GradingPage):
         try:
             self.apply(q, answer.student, score, comment, items=chosen, seen=seen, note=note.strip())
         except A.GradedMeanwhile as exc:
-            link, carried = resume_link(page, token, f"answer-{token}", chosen, typed, ("note", note))
-            self.refuse(exc, link, what_was_sent(q, chosen, typed, ("note", note), carried))
+            link, carried = resume_link(page, token, answer.state, f"answer-{token}", chosen, typed,
+                                        ("note", note))
+            self.refuse(exc, link, what_was_sent(q, chosen, typed, ("note", note), score, carried))
             return
-        self.redirect(again)
+        self.redirect(f"{page}?applied={token}#answer-{token}")
 
 
 def chosen_score(q: A.Question, chosen: tuple[str, ...], note: str, typed: str) -> tuple[float, str]:
@@ -255,10 +265,10 @@ class AnswerRegrade(GradingPage):
                            why=f"regrade {request_id}: {reason}", items=chosen,
                            seen=self.get_argument("seen", "") or None)
             except A.GradedMeanwhile as exc:
-                link, carried = resume_link(self.home, request_id, f"req-{request_id}", chosen, typed,
-                                            ("reason", reason))
+                link, carried = resume_link(self.home, request_id, now[1], f"req-{request_id}", chosen,
+                                            typed, ("reason", reason))
                 self.refuse(exc, link, what_was_sent(q, chosen, typed, ("your answer to the student", reason),
-                                                     carried),
+                                                     after, carried),
                             again_text="Open the regrade requests again at this request")
                 return
         await R.record_answer(course, request_id, reason, before, after)
