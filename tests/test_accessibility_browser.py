@@ -7,7 +7,8 @@ Beside axe, the checks axe does not make: the contrast of the figures' SVG text 
 drawn on (axe leaves SVG text out), no sideways scrolling at 320 px (reflow, SC 1.4.10), nothing of
 a figure cut off at its edge, formulas that are not Tab stops, a figure's picture described with
 the numbers the figure shows, every control of a figure either changing something or saying that
-it does not, keyboard focus that can be seen on every kind of focusable element (a screenshot
+it does not and redrawing the figure in a few changes to the page (one per shape froze the page
+for seconds at each key press), keyboard focus that can be seen on every kind of focusable element (a screenshot
 with and without focus must differ; SC 2.4.7), search results that quote each page once and only
 its text, and every self-check question answered by keyboard, option by option, with the feedback
 its Python reference gives. Each check is shown to fail on a planted fault at the end of this
@@ -188,9 +189,15 @@ FIGURE_TEXT = """(figure) => {
 # width and in both modes, and axe runs over the figure at the desktop width in light mode. (A
 # figure is the same light card in both modes, with colours of its own: axe's colour rules would
 # find in dark mode what they find in light; axe reads each page, figures as drawn, in all four.)
+# A move of a control may also change the page in at most MOST_CHANGES places (the picture and each
+# read-out once): a figure drawing its picture shape by shape into the page makes one change per
+# shape, and the theme's icon library reads the whole picture again at each (Figure 8.11 froze the
+# page for 3 s at every press of an arrow key on its slider; figures draw off the page instead,
+# ``common.picture`` in the figures' JavaScript).
 STATES = 5
+MOST_CHANGES = 16
 AXE_EVERY_STATE = {(1280, "light")}
-SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => {
+SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff, most]) => {
   const readable = new Function(`return (${figureText})`)();
   const textContrast = new Function(`return (${contrast})`)();
   const textSize = new Function(`return (${size})`)();
@@ -223,6 +230,9 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
   }).join(";");
   const axed = new Set();
   const found = [];
+  let changes = 0;                                  // to the page, by one move of a control
+  const watch = new MutationObserver((records) => { changes += records.length; });
+  watch.observe(document.body, { childList: true, subtree: true });
   for (const figure of document.querySelectorAll(".course-fig")) {
     const title = figure.querySelector(".course-fig-title").textContent.split(":")[0];
     const names = [...figure.querySelectorAll("[data-control]")].map((c) => c.dataset.control);
@@ -230,9 +240,13 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
       const control = () => figure.querySelector(`[data-control="${name}"]`);
       const first = control().type === "checkbox" ? control().checked : control().value;
       for (const value of [...values(control()), first]) {
+        watch.takeRecords();
+        changes = 0;
         set(control(), value);
         await settle();
+        changes += watch.takeRecords().length;
         const where = `${title}, ${name} = ${value}`;
+        if (changes > most) found.push(`${where}: redrawn in ${changes} changes to the page`);
         found.push(...readable(figure).map((f) => `${where}: ${f}`));
         found.push(...textContrast(figure).map((f) => `${where}: ${f}`));
         found.push(...textSize(least, figure).map((f) => `${where}: ${f}`));
@@ -246,6 +260,7 @@ SWEEP = """async ([only, states, figureText, contrast, size, least, cutOff]) => 
       }
     }
   }
+  watch.disconnect();
   return found;
 }"""
 OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -541,7 +556,7 @@ def figure_states(page, mode: str = "light") -> list[str]:
     width = page.viewport_size["width"]
     axe_rules = rules(mode) if (width, mode) in AXE_EVERY_STATE else None
     return page.evaluate(SWEEP, [axe_rules, STATES, FIGURE_TEXT, SVG_TEXT_CONTRAST,
-                                 SVG_TEXT_SIZE, MIN_TEXT_PX[width], FIGURE_CUT_OFF])
+                                 SVG_TEXT_SIZE, MIN_TEXT_PX[width], FIGURE_CUT_OFF, MOST_CHANGES])
 
 
 # where each of the costlier checks runs: the figures' states are swept at the desktop width in
@@ -658,6 +673,11 @@ PLANT_IN_A_STATE = {
     "contrast": """() => { const c = document.querySelector('.caption-maps-fig [data-control=relative]');
         c.addEventListener('change', () => document.querySelectorAll('.caption-maps-fig svg text, '
           + '.caption-maps-fig p').forEach((e) => { e.style.color = c.checked ? '' : '#bbb'; })); }""",
+    # a later word's picture drawn cell by cell into the page
+    "redrawn shape by shape": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
+        s.addEventListener('input', () => queueMicrotask(() => {
+          const svg = document.querySelector('.caption-maps-fig svg');
+          for (const cell of [...svg.children]) svg.append(cell); })); }""",
     # a later word loses the picture's text equivalent
     "text equivalent": """() => { const s = document.querySelector('.caption-maps-fig [data-control=word]');
         s.addEventListener('input', () => queueMicrotask(() => document.querySelector(

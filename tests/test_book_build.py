@@ -63,6 +63,22 @@ def test_outcomes_data_agrees_with_the_pages_and_the_index_is_current():
         "book/concepts.md is stale: run `python -m attention_course_instructor.book.outcomes`"
 
 
+def test_the_index_page_is_written_only_when_it_changes(tmp_path):
+    """Written anew at every build, the page was read again by each (with the PDF after it)."""
+    import os
+
+    from attention_course_instructor.book import outcomes
+
+    index = tmp_path / "concepts.md"
+    index.write_text(outcomes.render_index())
+    os.utime(index, (1, 1))
+    outcomes.write_index(index)
+    assert index.stat().st_mtime == 1, "an unchanged index page was written again"
+    index.write_text("stale")
+    outcomes.write_index(index)
+    assert index.read_text() == outcomes.render_index()
+
+
 def test_outcome_check_catches_an_unassessed_outcome_and_a_wrong_box():
     import copy
 
@@ -310,3 +326,37 @@ def test_a_page_worker_ends_on_sigterm_whatever_the_executor_left_behind(monkeyp
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_the_pdf_is_printed_again_only_when_what_it_is_printed_from_changed(tmp_path, monkeypatch):
+    """A build with nothing to do skips the minute of printing; Sphinx writes some files again
+    with the same contents (its pygments.css), which must not count as a change."""
+    import os
+
+    from attention_course_instructor.book import build, pdf
+
+    html, toc = tmp_path / "_build" / "html", tmp_path / "_toc.yml"
+    (html / "_static").mkdir(parents=True)
+    (html / "index.html").write_text("<p>one</p>")
+    (html / "_static" / "pygments.css").write_text(".k { color: blue }")
+    toc.write_text("root: index\n")
+    printed = []
+
+    def print_it(cmd, **kwargs):
+        (html / pdf.PDF_NAME).write_bytes(b"%PDF")
+        printed.append(cmd)
+
+    monkeypatch.setattr(build, "run", print_it)
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/" + name)
+    build.print_the_pdf(html, toc)
+    assert len(printed) == 1 and build.pdf_is_current(html, toc)
+    (html / "_static" / "pygments.css").write_text(".k { color: blue }")      # written again, same
+    os.utime(html / "_static" / "pygments.css")
+    build.print_the_pdf(html, toc)
+    assert len(printed) == 1, "printed again though nothing changed"
+    (html / "index.html").write_text("<p>two</p>")
+    assert not build.pdf_is_current(html, toc)
+    build.print_the_pdf(html, toc)
+    assert len(printed) == 2, "a changed page was not printed again"
+    toc.write_text("root: index\nchapters: []\n")
+    assert not build.pdf_is_current(html, toc), "a changed table of contents was not seen"

@@ -558,8 +558,41 @@ def print_the_pdf(html: Path, toc: Path) -> None:
     if shutil.which("chromium") is None:
         print("! no PDF edition: chromium is not installed (apt-get install chromium)", flush=True)
         return
+    if pdf_is_current(html, toc):
+        print("The book as a PDF: unchanged (nothing it is printed from changed since)", flush=True)
+        return
+    (html.parent / PDF_STAMP).unlink(missing_ok=True)
     run([sys.executable, "-m", "attention_course_instructor.book.pdf", "--html", str(html),
          "--toc", str(toc)])
+    (html.parent / PDF_STAMP).write_text(pdf_sources_digest(html, toc))
+
+
+PDF_STAMP = ".pdf-printed-from"   # beside the pages' folder: the digest of what the PDF was printed from
+
+
+def pdf_sources_digest(html: Path, toc: Path) -> str:
+    """A digest of what the PDF is printed from: every file of the built book (but the PDF), the
+    table of contents and the printing code."""
+    from attention_course_instructor.book import pdf as printing
+
+    digest = hashlib.sha256()
+    files = sorted(f for f in html.rglob("*")
+                   if f.is_file() and not f.name.startswith(Path(printing.PDF_NAME).stem))
+    for f in [*files, toc, Path(printing.__file__)]:
+        digest.update(str(f.relative_to(html) if f.is_relative_to(html) else f.name).encode())
+        digest.update(hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def pdf_is_current(html: Path, toc: Path) -> bool:
+    """Whether the PDF beside the pages was printed from the book as it is now (a build with
+    nothing to do changes no page, but Sphinx writes some of its files again: their contents are
+    compared, not their times)."""
+    from attention_course_instructor.book import pdf as printing
+
+    stamp = html.parent / PDF_STAMP
+    return ((html / printing.PDF_NAME).exists() and stamp.exists()
+            and stamp.read_text() == pdf_sources_digest(html, toc))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -154,8 +154,12 @@ def render_index(data: dict | None = None) -> str:
 
 
 def write_index(path: Path = INDEX) -> Path:
+    """Checks the outcomes, then writes the index page, only if it changed: a page written anew is
+    read again by every build (with the PDF after it, a minute of ``make book`` with nothing to do)."""
     check()
-    path.write_text(render_index())
+    text = render_index()
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return path
 
 

@@ -41,8 +41,6 @@ function render({ model, el }) {
   common.describedBy(svg, reading);
   el.append(root);
 
-  const text = (x, y, str, attrs = {}) => common.label(svg, x, y, str, attrs);
-
   function draw() {
     const len = model.get("n"), d = model.get("width");
     const steps = bottleneckSteps(digits, len, d);
@@ -50,30 +48,32 @@ function render({ model, el }) {
     const now = steps[k];
     const cell = Math.min(28, (W - 2 * PAD) / len);
     const boxH = 12 + 36 * Math.min(1, d / 64);              // taller box: wider state
-    svg.replaceChildren();
+    const pic = common.picture();          // the picture, drawn off the page
+    const text = (x, y, str, attrs = {}) => common.label(pic, x, y, str, attrs);
     text(PAD, 14, "encoder", { "text-anchor": "start", fill: BLUE });
     text(W - PAD, 124, "decoder", { "text-anchor": "end", fill: common.ink(TEAL) });   // clear of the crossing
     for (let i = 0; i < len; i++) {
       const x = PAD + i * cell;
       const exists = i < now.states;
       const carried = i === len - 1 && now.phase !== "read";
-      svg.append(common.s("rect", { x: x + 1, y: 22, width: cell - 2, height: boxH, rx: 2,
+      pic.append(common.s("rect", { x: x + 1, y: 22, width: cell - 2, height: boxH, rx: 2,
                                     fill: carried ? GOLD : exists ? BLUE : GREY }));
       text(x + cell / 2, 22 + boxH + 13, digits[i]);
       const written = i < now.written.length;
-      svg.append(common.s("rect", { x: x + 1, y: 132, width: cell - 2, height: boxH, rx: 2,
+      pic.append(common.s("rect", { x: x + 1, y: 132, width: cell - 2, height: boxH, rx: 2,
                                     fill: written ? TEAL : GREY }));
       text(x + cell / 2, 132 + boxH + 13, written ? now.written[i] : "");
     }
     if (now.phase !== "read") {
       const x = PAD + (len - 0.5) * cell;
       // the crossing is drawn as wide as the context: d numbers, whatever n is
-      svg.append(common.s("line", { x1: x, y1: 22 + boxH, x2: PAD + cell / 2, y2: 130,
+      pic.append(common.s("line", { x1: x, y1: 22 + boxH, x2: PAD + cell / 2, y2: 130,
                                     stroke: GOLD, "stroke-width": 1 + 9 * d / 64,
                                     "data-readout": "crossing-line" }));
       text((x + PAD + cell / 2) / 2 + 14, (22 + boxH + 130) / 2, `c: ${d} numbers`,
            { fill: "#8a5a00", "text-anchor": "start" });
     }
+    svg.replaceChildren(pic);
     reading.replaceChildren(
       common.h("p", {}, ["Step ", common.h("span", { class: "num" }, `${k + 1} of ${steps.length}`),
                          " (", common.h("span", { "data-readout": "phase" }, now.phase), "): ",

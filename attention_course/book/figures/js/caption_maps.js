@@ -57,20 +57,22 @@ function render({ model, el }) {
     const r = mapReadouts(w);
     const top = rel ? r.peak : 1;
     const cell = SIDE / grid;
-    svg.replaceChildren(common.s("image", { href: model.get("image"), x: 0, y: 0, width: SIDE,
-                                            height: SIDE, preserveAspectRatio: "none",
-                                            style: "image-rendering: pixelated" }));
+    const pic = common.picture();          // the picture, drawn off the page
+    pic.append(common.s("image", { href: model.get("image"), x: 0, y: 0, width: SIDE,
+                                   height: SIDE, preserveAspectRatio: "none",
+                                   style: "image-rendering: pixelated" }));
     w.forEach((v, k) => {
       const x = (k % grid) * cell, y = Math.floor(k / grid) * cell;
       // dark veil where the weight is low: bright cells are where attention went
-      svg.append(common.s("rect", { x, y, width: cell, height: cell, fill: "#000",
+      pic.append(common.s("rect", { x, y, width: cell, height: cell, fill: "#000",
                                     "fill-opacity": (0.85 * (1 - v / top)).toFixed(3) }));
       if (r.cells.includes(k)) {
-        svg.append(common.s("rect", { x: x + 1, y: y + 1, width: cell - 2, height: cell - 2,
+        pic.append(common.s("rect", { x: x + 1, y: y + 1, width: cell - 2, height: cell - 2,
                                       fill: "none", stroke: "#fff", "stroke-width": 2,
                                       "stroke-dasharray": "4 2" }));
       }
     });
+    svg.replaceChildren(pic);
     caption.replaceChildren(...words.flatMap((wd, k) =>
       [k === i ? common.h("strong", { "data-readout": "word" }, wd) : wd, " "]));
     reading.replaceChildren(

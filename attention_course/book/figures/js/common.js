@@ -104,6 +104,15 @@ export function s(tag, attrs = {}) {
   return node;
 }
 
+// Where a figure draws its picture: off the page, put into its <svg> with one change once drawn
+// (`svg.replaceChildren(picture)`). The book's theme watches the page for icons to draw (Font
+// Awesome re-reads an element each time a child is added to it), so shapes appended one by one to
+// a shown <svg> cost time growing with their square: the position code of Figure 8.11, 4,000
+// cells, took 3 s to redraw at each move of a slider.
+export function picture() {
+  return document.createDocumentFragment();
+}
+
 // A labelled range input for the model trait `name`, showing the trait's value beside it (and to
 // assistive technology, as aria-valuetext) through `format`. With `values` (a list), the slider
 // moves through their indices and the trait takes the value at the index.

@@ -27,14 +27,15 @@ function render({ model, el }) {
   function draw() {
     const d = model.get("width"), len = model.get("n");
     const ratio = numbersPerSymbol(d, len);
-    svg.replaceChildren();
-    common.axes(svg, { box: [L, T, W - R, H - B], size: 11, height: H, title: "input length n",
+    const pic = common.picture();          // the picture, drawn off the page
+    common.axes(pic, { box: [L, T, W - R, H - B], size: 11, height: H, title: "input length n",
                        yTicks: [1, 8, 64].map((v) => [y(v), String(v)]),
                        xTicks: [1, 16, 32, 48, 64].map((v) => [x(v), String(v)]) });
     let path = "";
     for (let k = 1; k <= maxN; k++) path += `${k === 1 ? "M" : "L"}${x(k).toFixed(1)},${y(d / k).toFixed(1)}`;
-    svg.append(common.s("path", { d: path, fill: "none", stroke: "#0072b2", "stroke-width": 2 }),
+    pic.append(common.s("path", { d: path, fill: "none", stroke: "#0072b2", "stroke-width": 2 }),
                common.s("circle", { cx: x(len), cy: y(ratio), r: 5, fill: "#e69f00" }));
+    svg.replaceChildren(pic);
     reading.replaceChildren("One context of ", common.h("strong", { class: "num" }, String(d)),
       " numbers for ", common.h("strong", { class: "num" }, String(len)),
       ` input symbol${len > 1 ? "s" : ""}: `,

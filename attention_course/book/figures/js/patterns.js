@@ -62,12 +62,13 @@ function render({ model, el }) {
       control.note.textContent = used ? "" : `(not used by the ${k} pattern)`;
     }
     const cell = SIDE / N;
-    svg.replaceChildren();
+    const pic = common.picture();          // the picture, drawn off the page
     let pairs = 0;
     m.forEach((row, i) => row.forEach((ok, j) => {
       if (ok) pairs++;
-      svg.append(common.s("rect", { x: j * cell, y: i * cell, width: cell - 0.5, height: cell - 0.5, fill: ok ? "#333" : "#eee" }));
+      pic.append(common.s("rect", { x: j * cell, y: i * cell, width: cell - 0.5, height: cell - 0.5, fill: ok ? "#333" : "#eee" }));
     }));
+    svg.replaceChildren(pic);
     reading.replaceChildren(`${k}: `, common.h("strong", { class: "num", "data-readout": "pairs" }, String(pairs)),
       ` of ${N * N} pairs may interact (${((100 * pairs) / (N * N)).toFixed(0)}%).`);
   }

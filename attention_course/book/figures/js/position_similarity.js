@@ -48,15 +48,16 @@ function render({ model, el }) {
     const lo = Math.min(...stats.map((s) => s.min)), hi = Math.max(...stats.map((s) => s.max));
     const x = (k) => L + (k * (W - L - R)) / (n - 1);
     const y = (v) => T + ((hi - v) * (H - T - B)) / (hi - lo || 1);
-    svg.replaceChildren();
-    svg.append(common.s("polygon", { points: stats.map((s, k) => `${x(k)},${y(s.max)}`).concat(
+    const pic = common.picture();          // the picture, drawn off the page
+    pic.append(common.s("polygon", { points: stats.map((s, k) => `${x(k)},${y(s.max)}`).concat(
       [...stats].reverse().map((s, k) => `${x(n - 1 - k)},${y(s.min)}`)).join(" "), fill: "#0072b2", "fill-opacity": 0.2 }));
-    svg.append(common.s("polyline", { points: stats.map((s, k) => `${x(k)},${y(s.mean)}`).join(" "),
+    pic.append(common.s("polyline", { points: stats.map((s, k) => `${x(k)},${y(s.mean)}`).join(" "),
                                       fill: "none", stroke: "#0072b2", "stroke-width": 2 }));
     const r = pairSimilarity(C, p, g);
-    svg.append(common.s("circle", { cx: x(g), cy: y(r.dot), r: 5, fill: "#d55e00" }));
-    for (const v of [lo, hi]) common.label(svg, L - 4, y(v) + 4, v.toFixed(1), { "text-anchor": "end", "font-size": 11 });
-    common.label(svg, (W + L) / 2, H - 6, "gap between the positions (line: mean; band: range)");
+    pic.append(common.s("circle", { cx: x(g), cy: y(r.dot), r: 5, fill: "#d55e00" }));
+    for (const v of [lo, hi]) common.label(pic, L - 4, y(v) + 4, v.toFixed(1), { "text-anchor": "end", "font-size": 11 });
+    common.label(pic, (W + L) / 2, H - 6, "gap between the positions (line: mean; band: range)");
+    svg.replaceChildren(pic);
     reading.replaceChildren(`${name}: positions ${p} and ${p + g} have dot product `,
       common.h("strong", { class: "num", "data-readout": "dot" }, common.fmt(r.dot)), ...spread(r, g, n));
     select.value = name;

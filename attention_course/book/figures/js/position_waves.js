@@ -32,23 +32,24 @@ function render({ model, el }) {
   function draw() {
     const D = model.get("d"), i = Math.min(model.get("pair"), D / 2 - 1), p = model.get("position");
     const cw = W / n, ch = IMG / D;
-    svg.replaceChildren();
+    const pic = common.picture();          // the picture, drawn off the page
     for (let j = 0; j < D; j++) {
       const w = Math.pow(BASE, (-2 * Math.floor(j / 2)) / D);
       for (let q = 0; q < n; q++) {
         const v = j % 2 === 0 ? Math.sin(w * q) : Math.cos(w * q);
-        svg.append(common.s("rect", { x: q * cw, y: j * ch, width: cw + 0.3, height: ch + 0.3, fill: colour(v) }));
+        pic.append(common.s("rect", { x: q * cw, y: j * ch, width: cw + 0.3, height: ch + 0.3, fill: colour(v) }));
       }
     }
-    svg.append(common.s("rect", { x: 0, y: 2 * i * ch, width: W, height: 2 * ch, fill: "none", stroke: "#000", "stroke-width": 1.5 }));
-    svg.append(common.s("rect", { x: p * cw, y: 0, width: cw, height: IMG, fill: "none", stroke: "#000", "stroke-width": 1.5 }));
+    pic.append(common.s("rect", { x: 0, y: 2 * i * ch, width: W, height: 2 * ch, fill: "none", stroke: "#000", "stroke-width": 1.5 }));
+    pic.append(common.s("rect", { x: p * cw, y: 0, width: cw, height: IMG, fill: "none", stroke: "#000", "stroke-width": 1.5 }));
     const mid = IMG + 10 + WAVE / 2, amp = WAVE / 2 - 4;
     const wave = pairWave(D, i, p);
     const pts = [];
     for (let q = 0; q <= 4 * (n - 1); q++) pts.push(`${(q / 4) * cw + cw / 2},${mid - amp * Math.sin(wave.omega * q / 4)}`);
-    svg.append(common.s("line", { x1: 0, x2: W, y1: mid, y2: mid, stroke: "#ccc" }));
-    svg.append(common.s("polyline", { points: pts.join(" "), fill: "none", stroke: "#0072b2", "stroke-width": 2 }));
-    svg.append(common.s("circle", { cx: p * cw + cw / 2, cy: mid - amp * wave.sin, r: 4, fill: "#d55e00" }));
+    pic.append(common.s("line", { x1: 0, x2: W, y1: mid, y2: mid, stroke: "#ccc" }));
+    pic.append(common.s("polyline", { points: pts.join(" "), fill: "none", stroke: "#0072b2", "stroke-width": 2 }));
+    pic.append(common.s("circle", { cx: p * cw + cw / 2, cy: mid - amp * wave.sin, r: 4, fill: "#d55e00" }));
+    svg.replaceChildren(pic);
     reading.replaceChildren(
       `Pair ${i} (coordinates ${2 * i} and ${2 * i + 1}) turns by ω = `,
       common.h("strong", { class: "num", "data-readout": "omega" }, wave.omega.toPrecision(4)),

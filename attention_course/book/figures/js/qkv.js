@@ -45,16 +45,17 @@ function render({ model, el }) {
   function draw() {
     const keys = model.get("key_vectors"), values = model.get("value_colours");
     const r = attend(model.get("angle"), model.get("length"), model.get("scaled"), keys, values);
-    svg.replaceChildren();
+    const pic = common.picture();          // the picture, drawn off the page
     const defs = common.s("defs");
     const marker = common.s("marker", { id: "qkv-head", viewBox: "0 0 10 10", refX: 8, refY: 5,
                                         markerWidth: 5, markerHeight: 5, orient: "auto" });
     marker.append(common.s("path", { d: "M0,0 L10,5 L0,10 z", fill: "context-stroke" }));
     defs.append(marker);
-    svg.append(defs);
-    svg.append(common.s("circle", { cx: 170, cy: 170, r: 2, fill: "#333" }));
-    keys.forEach((k, i) => arrow(svg, k[0], k[1], common.rgb(values[i]), 3, `k${i + 1}`));
-    arrow(svg, r.q[0], r.q[1], "#000", 2, "q");
+    pic.append(defs);
+    pic.append(common.s("circle", { cx: 170, cy: 170, r: 2, fill: "#333" }));
+    keys.forEach((k, i) => arrow(pic, k[0], k[1], common.rgb(values[i]), 3, `k${i + 1}`));
+    arrow(pic, r.q[0], r.q[1], "#000", 2, "q");
+    svg.replaceChildren(pic);
     table.replaceChildren(common.h("tr", {}, ["key", "value (RGB)", "score", "weight"]
       .map((t) => common.h("th", {}, t))));
     r.weights.forEach((w, i) => {

@@ -27,27 +27,28 @@ function render({ model, el }) {
     const dist = model.get("distance"), k = model.get("kernel");
     const steps = routeLengths(dist, k);
     const x = (i) => PAD + (i * (W - 2 * PAD)) / dist;
-    svg.replaceChildren();
+    const pic = common.picture();          // the picture, drawn off the page
     const kinds = [["recurrent", "#0072b2"], ["convolution", "#009e73"], ["self-attention", "#d55e00"]];
     kinds.forEach(([kind, colour], row) => {
       const y = row * ROW + 44;
       const label = common.s("text", { x: PAD, y: row * ROW + 14, "font-size": 12, fill: common.ink(colour) });
       label.textContent = `${kind}: ${steps[kind]} step${steps[kind] > 1 ? "s" : ""}`;
-      svg.append(label);
+      pic.append(label);
       // the hops of the shortest route, as arcs from position to position
       const hops = kind === "recurrent" ? [...Array(dist + 1).keys()]
         : kind === "convolution" ? [...Array(steps.convolution + 1).keys()].map((j) => Math.min(dist, j * (k - 1)))
         : [0, dist];
       for (let j = 1; j < hops.length; j++) {
         const a = x(hops[j - 1]), b = x(hops[j]), lift = Math.min(22, 4 + (b - a) / 6);
-        svg.append(common.s("path", { d: `M ${a} ${y} Q ${(a + b) / 2} ${y - 2 * lift} ${b} ${y}`,
+        pic.append(common.s("path", { d: `M ${a} ${y} Q ${(a + b) / 2} ${y - 2 * lift} ${b} ${y}`,
                                       fill: "none", stroke: colour, "stroke-width": 2 }));
       }
       for (let i = 0; i <= dist; i++) {
         const end = i === 0 || i === dist;
-        svg.append(common.s("circle", { cx: x(i), cy: y, r: end ? 5 : 3, fill: end ? "#000" : "#999" }));
+        pic.append(common.s("circle", { cx: x(i), cy: y, r: end ? 5 : 3, fill: end ? "#000" : "#999" }));
       }
     });
+    svg.replaceChildren(pic);
     summary.textContent = `From position 0 to position ${dist}, convolution width ${k}: `
       + kinds.map(([kind]) => `${kind} ${steps[kind]} step${steps[kind] > 1 ? "s" : ""}`).join(", ") + ".";
     table.replaceChildren(common.h("tr", {}, [common.h("th", {}, "layer"), common.h("th", {}, "steps")]),

@@ -32,20 +32,21 @@ function render({ model, el }) {
 
   function draw() {
     const i = model.get("dk_index"), sc = model.get("scaled"), av = model.get("average");
-    svg.replaceChildren();
-    common.axes(svg, { box: [L, T, W - R, H - B], grid: true, height: H, title: "d_k (log scale)",
+    const pic = common.picture();          // the picture, drawn off the page
+    common.axes(pic, { box: [L, T, W - R, H - B], grid: true, height: H, title: "d_k (log scale)",
                        yTicks: [0, 0.25, 0.5, 0.75, 1].map((v) => [y(v), v.toFixed(2)]),
                        xTicks: dks.map((d, j) => [x(j), String(d)]) });
     // the two curves of the chosen kind: unscaled (orange, dashed) and scaled (blue, solid)
     for (const [isScaled, colour, dash] of [[false, "#d55e00", "6 3"], [true, "#0072b2", ""]]) {
       const key = `${av ? "mean" : "one"}_${isScaled ? "scaled" : "unscaled"}`;
       const pts = curves[key].map((v, j) => `${x(j)},${y(v)}`).join(" ");
-      svg.append(common.s("polyline", { points: pts, fill: "none", stroke: colour,
+      pic.append(common.s("polyline", { points: pts, fill: "none", stroke: colour,
                                         "stroke-width": isScaled === sc ? 3 : 1.5,
                                         "stroke-dasharray": dash }));
     }
     const v = peakFor(curves, i, sc, av);
-    svg.append(common.s("circle", { cx: x(i), cy: y(v), r: 5, fill: "#000" }));
+    pic.append(common.s("circle", { cx: x(i), cy: y(v), r: 5, fill: "#000" }));
+    svg.replaceChildren(pic);
     reading.replaceChildren(
       `${av ? "Average" : "One draw"}, ${sc ? "scaled (blue, solid)" : "unscaled (orange, dashed)"}, ` +
       `d_k = ${dks[i]}: heaviest weight `,
