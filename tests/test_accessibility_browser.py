@@ -8,12 +8,12 @@ drawn on (axe leaves SVG text out), no sideways scrolling at 320 px (reflow, SC 
 a figure cut off at its edge, formulas that are not Tab stops, a figure's picture described with
 the numbers the figure shows, every control of a figure either changing something or saying that
 it does not and redrawing the figure in a few changes to the page (one per shape froze the page
-for seconds at each key press), keyboard focus that can be seen on every kind of focusable element (a screenshot
-with and without focus must differ; SC 2.4.7), search results that quote each page once and only
-its text, and every self-check question answered by keyboard, option by option, with the feedback
-its Python reference gives. Each check is shown to fail on a planted fault at the end of this
-file. At the desktop width each page is also checked as it renders (nothing fetched from the
-network, a clean console, no raw TeX, every figure loaded): the HTTP half of
+for seconds at each key press), keyboard focus that can be seen on every kind of focusable element
+(a screenshot with and without focus must differ; SC 2.4.7), search results that quote each page
+once and only its text, and every self-check question answered by keyboard, option by option,
+with the feedback its Python reference gives. Each check is shown to fail on a planted fault at
+the end of this file. At the desktop width each page is also checked as it renders (nothing
+fetched from the network, a clean console, no raw TeX, every figure loaded): the HTTP half of
 test_book_browser.py's check.
 
 Each page is loaded once and read at both widths in both modes; each figure's controls are moved

@@ -550,6 +550,9 @@ def _build_book(strict: bool, output: Path, repository: str | None, toc: dict | 
     return html / "index.html"
 
 
+PDF_STAMP = ".pdf-printed-from"   # beside the pages' folder: the digest of what the PDF was printed from
+
+
 def print_the_pdf(html: Path, toc: Path) -> None:
     """Step 8: the same pages as one PDF (:mod:`~attention_course_instructor.book.pdf`), which the
     front page offers for download; in a process of its own, as Playwright's browser driver
@@ -565,9 +568,6 @@ def print_the_pdf(html: Path, toc: Path) -> None:
     run([sys.executable, "-m", "attention_course_instructor.book.pdf", "--html", str(html),
          "--toc", str(toc)])
     (html.parent / PDF_STAMP).write_text(pdf_sources_digest(html, toc))
-
-
-PDF_STAMP = ".pdf-printed-from"   # beside the pages' folder: the digest of what the PDF was printed from
 
 
 def pdf_sources_digest(html: Path, toc: Path) -> str:
