@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.report import Target, machine, markdown_table, write
-from benchmarks.suite_cpu import BETWEEN, cpu_by_file
+from benchmarks.suite_cpu import BETWEEN, cpu_by_file, cpu_by_kind
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, unit=" s")}
@@ -209,6 +209,7 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
     return {"commit": commit, "procedure": SUITE_ONLY if suite_only else PROCEDURE, "seconds": seconds,
             "files": {k: round(v, 1) for k, v in file_seconds(tests).items()},
             "cpu": {k: round(v, 1) for k, v in cpu_by_file(cpu).items()},
+            "cpu_kinds": {k: round(v, 1) for k, v in cpu_by_kind(cpu).items()},
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
             "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
                                       "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
@@ -279,6 +280,14 @@ def report(result: dict, machine: str) -> str:
     cpu = result.get("cpu") or {}
     if cpu:
         lines += ["", cpu_words(cpu, seconds.get("make test"), len(os.sched_getaffinity(0)))]
+    kinds = result.get("cpu_kinds") or {}
+    if kinds:
+        total = sum(kinds.values())
+        lines += ["", "The same CPU time by the kind of process that spent it (told apart by name "
+                  "and command line, `benchmarks/suite_cpu.py`'s `KINDS`):", ""]
+        lines += [markdown_table(["kind of process", "CPU seconds", "share"],
+                                 [[kind, f"{s:.0f}", f"{100 * s / total:.1f}%"]
+                                  for kind, s in kinds.items()])]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers)"
               + (", and the CPU time of its processes, more than its seconds where it kept more than one "

@@ -17,7 +17,10 @@ escapes: what a process spends after its last look (so a process that lives less
 pytest's start-up before the plugin is configured, and the xdist controller's own time (its tree
 holds the workers', which count themselves). At the end each process writes ``{test file: CPU seconds}`` to
 ``FOLDER/<worker>.json``; ``"(between tests)"`` holds what was spent outside any test's set-up,
-call and tear-down (a session fixture's tear-down counts for the last test's file).
+call and tear-down (a session fixture's tear-down counts for the last test's file). Beside it,
+``{kind of process: CPU seconds}`` (:data:`KINDS`: notebook kernels, the browser, the hub's
+servers ...), told apart by each process's name and command line when it is first seen:
+:func:`cpu_by_kind` sums those.
 """
 from __future__ import annotations
 
@@ -31,6 +34,35 @@ import pytest
 
 SAMPLE_EVERY = 0.5                     # seconds between looks at the process tree
 BETWEEN = "(between tests)"
+# what a process is, by the first of these words found in its name or command line; the pytest
+# process itself is "the test processes", any other process "other: <its name>"
+KINDS = (("notebook kernels", ("ipykernel",)),
+         ("the browser (Chromium)", ("chrom", "headless_shell")),
+         ("hardened grading workers", ("grading.hardened.worker",)),
+         ("the hardened grader's command", ("grading.hardened",)),
+         ("Dask scheduler and workers", ("dask",)),
+         ("JupyterHub, its proxy and users' servers", ("jupyterhub", "configurable-http-proxy",
+                                                       "jupyter-server", "jupyter_server")),
+         ("nbgrader commands", ("nbgrader",)),
+         ("package installs and builds (pip, venv)", ("-m pip ", "bin/pip ", "-m venv ", "-m build ")),
+         ("book builds (Jupyter Book, Sphinx)", ("jupyter-book", "jupyter_book", "sphinx")),
+         ("Node.js (npm)", ("node", "npm")))
+PYTEST = "the test processes (pytest)"
+
+
+def kind_of(process: psutil.Process, root: psutil.Process) -> str:
+    """Which of :data:`KINDS` a process is (its name and command line as first seen)."""
+    if process.pid == root.pid:
+        return PYTEST
+    try:
+        name = process.name()
+        words = " ".join([name, *process.cmdline(), ""]).lower()
+    except psutil.Error:
+        return "other: ended before it was seen"
+    for kind, marks in KINDS:
+        if any(mark in words for mark in marks):
+            return kind
+    return f"other: {name}"
 
 
 class TreeCpu:
@@ -40,6 +72,8 @@ class TreeCpu:
         self.root = root or psutil.Process()
         self.seen: dict[tuple[int, int], float] = {}
         self.by_file: dict[str, float] = {}
+        self.by_kind: dict[str, float] = {}
+        self.kinds: dict[tuple[int, int], str] = {}
         self.running = BETWEEN
         self.lock = threading.Lock()
         self._own_start = self._cpu(self.root)           # the root's time before we looked
@@ -75,6 +109,10 @@ class TreeCpu:
                 continue                                  # ended meanwhile
             before = self.seen.get(key, self._own_start if process is self.root else 0.0)
             self.seen[key] = seconds
+            if key not in self.kinds:
+                self.kinds[key] = kind_of(process, self.root)
+            kind = self.kinds[key]
+            self.by_kind[kind] = self.by_kind.get(kind, 0.0) + max(0.0, seconds - before)
             spent += max(0.0, seconds - before)
         self.by_file[self.running] = self.by_file.get(self.running, 0.0) + spent
 
@@ -131,13 +169,24 @@ def pytest_unconfigure(config):
     tree.sample()
     folder.mkdir(parents=True, exist_ok=True)
     name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
-    (folder / f"{name}.json").write_text(json.dumps({k: round(v, 2) for k, v in tree.by_file.items()}))
+    (folder / f"{name}.json").write_text(json.dumps(
+        {part: {k: round(v, 2) for k, v in counts.items()}
+         for part, counts in (("by_file", tree.by_file), ("by_kind", tree.by_kind))}))
+
+
+def _summed(folder: Path, part: str) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        for name, seconds in json.loads(path.read_text()).get(part, {}).items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 def cpu_by_file(folder: Path) -> dict[str, float]:
     """Each test file's CPU seconds, summed over the workers' files in ``folder``, largest first."""
-    totals: dict[str, float] = {}
-    for path in sorted(Path(folder).glob("*.json")):
-        for name, seconds in json.loads(path.read_text()).items():
-            totals[name] = totals.get(name, 0.0) + seconds
-    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+    return _summed(folder, "by_file")
+
+
+def cpu_by_kind(folder: Path) -> dict[str, float]:
+    """Each kind of process's CPU seconds (:data:`KINDS`), summed over the workers, largest first."""
+    return _summed(folder, "by_kind")

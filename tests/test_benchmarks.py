@@ -213,6 +213,35 @@ def test_a_clock_step_does_not_count_a_process_again(monkeypatch):
     assert 0.9 <= tree.by_file["test_spins.py"] < 1.5, tree.by_file
 
 
+def test_the_cpu_time_is_also_told_by_the_kind_of_process_that_spent_it():
+    """A child whose command line names the kernel launcher spins for one CPU-second: it is
+    charged to the notebook kernels, not to the test process that started it; the report lists
+    the kinds with their shares."""
+    import psutil
+
+    from benchmarks import dev_loop
+    from benchmarks.suite_cpu import PYTEST, TreeCpu
+
+    tree = TreeCpu()
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass\ntime.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", spin, "-m", "ipykernel_launcher"])
+    try:
+        tree.now_running("test_kernels.py")
+        deadline = time.monotonic() + 30
+        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.95 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tree.sample()
+    finally:
+        child.kill()
+        child.wait()
+    assert 0.9 <= tree.by_kind["notebook kernels"] < 1.5, tree.by_kind
+    assert tree.by_kind.get(PYTEST, 0.0) < 0.5, tree.by_kind
+    page = dev_loop.report({"commit": "abc1234", "seconds": {"make test": 10}, "files": {"test_a.py": 9.0},
+                            "cpu": {"test_a.py": 4.0}, "cpu_kinds": {"notebook kernels": 3.0, PYTEST: 1.0}},
+                           "m")
+    assert "| notebook kernels | 3 | 75.0% |" in page and f"| {PYTEST} | 1 | 25.0% |" in page
+
+
 def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
     """Beside each file's worker-seconds its CPU time, and the least time the whole could take."""
     from benchmarks import dev_loop
