@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.report import Target, machine, markdown_table, write
-from benchmarks.suite_cpu import BETWEEN, cpu_by_file, cpu_by_kind
+from benchmarks.suite_cpu import BETWEEN, cpu_by_file, cpu_by_kind, files_by_kind
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"cold make book": Target(180, unit=" s"), "make test": Target(1200, unit=" s")}
@@ -210,6 +210,8 @@ def measure(workdir: Path, suite_only: bool = False) -> dict:
             "files": {k: round(v, 1) for k, v in file_seconds(tests).items()},
             "cpu": {k: round(v, 1) for k, v in cpu_by_file(cpu).items()},
             "cpu_kinds": {k: round(v, 1) for k, v in cpu_by_kind(cpu).items()},
+            "cpu_kinds_by_file": {kind: {f: round(v, 1) for f, v in files.items()}
+                                  for kind, files in files_by_kind(cpu).items()},
             "slowest": {k: round(v, 1) for k, v in sorted(tests.items(), key=lambda i: -i[1])[:SLOWEST]},
             "quiet": asdict(quiet) | {"others_share": round(quiet.others_share, 3),
                                       "cores_busy": round(cores_busy(quiet, seconds["make test"]), 3)},
@@ -254,6 +256,12 @@ def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) ->
     return words + ". Most of it: " + ", ".join(f"{name} {cpu[name]:.0f}" for name in largest) + "."
 
 
+def most_of(files: dict[str, float], count: int = 3) -> str:
+    """The files that spent the most of one kind's CPU time, with their seconds."""
+    return ", ".join(f"{name} {seconds:.0f}" for name, seconds in list(files.items())[:count]
+                     if seconds >= 1)
+
+
 def makefile_jobs() -> str:
     """The number of pytest-xdist workers `make test` uses unless told otherwise (the Makefile's
     ``PYTEST_JOBS ?= N``)."""
@@ -285,8 +293,9 @@ def report(result: dict, machine: str) -> str:
         total = sum(kinds.values())
         lines += ["", "The same CPU time by the kind of process that spent it (told apart by name "
                   "and command line, `benchmarks/suite_cpu.py`'s `KINDS`):", ""]
-        lines += [markdown_table(["kind of process", "CPU seconds", "share"],
-                                 [[kind, f"{s:.0f}", f"{100 * s / total:.1f}%"]
+        where = result.get("cpu_kinds_by_file") or {}
+        lines += [markdown_table(["kind of process", "CPU seconds", "share", "most of it in"],
+                                 [[kind, f"{s:.0f}", f"{100 * s / total:.1f}%", most_of(where.get(kind, {}))]
                                   for kind, s in kinds.items()])]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers)"

@@ -35,7 +35,8 @@ import pytest
 SAMPLE_EVERY = 0.5                     # seconds between looks at the process tree
 BETWEEN = "(between tests)"
 # what a process is, by the first of these words found in its name or command line; the pytest
-# process itself is "the test processes", any other process "other: <its name>"
+# process itself is "the test processes", any other process "other: <its name>" (for Python, what
+# it runs: :func:`program`)
 KINDS = (("notebook kernels", ("ipykernel",)),
          ("the browser (Chromium)", ("chrom", "headless_shell")),
          ("hardened grading workers", ("grading.hardened.worker",)),
@@ -55,14 +56,27 @@ def kind_of(process: psutil.Process, root: psutil.Process) -> str:
     if process.pid == root.pid:
         return PYTEST
     try:
-        name = process.name()
-        words = " ".join([name, *process.cmdline(), ""]).lower()
+        name, cmdline = process.name(), process.cmdline()
     except psutil.Error:
         return "other: ended before it was seen"
+    words = " ".join([name, *cmdline, ""]).lower()
     for kind, marks in KINDS:
         if any(mark in words for mark in marks):
             return kind
-    return f"other: {name}"
+    return f"other: {program(name, cmdline)}"
+
+
+def program(name: str, cmdline: list[str]) -> str:
+    """A process's name, and for Python what it runs: ``python -m <module>``, ``python <script's
+    name>`` or ``python -c``."""
+    if not name.startswith("python") or len(cmdline) < 2:
+        return name
+    args = [a for a in cmdline[1:] if a not in ("-P", "-u", "-E", "-I", "-s", "-S", "-B")]
+    if args and args[0] == "-m" and len(args) > 1:
+        return f"python -m {args[1]}"
+    if args and args[0] == "-c":
+        return "python -c"
+    return f"python {Path(args[0]).name}" if args else "python"
 
 
 class TreeCpu:
@@ -74,6 +88,7 @@ class TreeCpu:
         self.by_file: dict[str, float] = {}
         self.by_kind: dict[str, float] = {}
         self.kinds: dict[tuple[int, int], str] = {}
+        self.by_file_kind: dict[str, dict[str, float]] = {}     # file -> kind -> seconds
         self.running = BETWEEN
         self.lock = threading.Lock()
         self._own_start = self._cpu(self.root)           # the root's time before we looked
@@ -111,9 +126,11 @@ class TreeCpu:
             self.seen[key] = seconds
             if key not in self.kinds:
                 self.kinds[key] = kind_of(process, self.root)
-            kind = self.kinds[key]
-            self.by_kind[kind] = self.by_kind.get(kind, 0.0) + max(0.0, seconds - before)
-            spent += max(0.0, seconds - before)
+            kind, delta = self.kinds[key], max(0.0, seconds - before)
+            self.by_kind[kind] = self.by_kind.get(kind, 0.0) + delta
+            of_file = self.by_file_kind.setdefault(self.running, {})
+            of_file[kind] = of_file.get(kind, 0.0) + delta
+            spent += delta
         self.by_file[self.running] = self.by_file.get(self.running, 0.0) + spent
 
     def now_running(self, name: str) -> None:
@@ -169,9 +186,11 @@ def pytest_unconfigure(config):
     tree.sample()
     folder.mkdir(parents=True, exist_ok=True)
     name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
-    (folder / f"{name}.json").write_text(json.dumps(
-        {part: {k: round(v, 2) for k, v in counts.items()}
-         for part, counts in (("by_file", tree.by_file), ("by_kind", tree.by_kind))}))
+    counts = {part: {k: round(v, 2) for k, v in seconds.items()}
+              for part, seconds in (("by_file", tree.by_file), ("by_kind", tree.by_kind))}
+    counts["by_file_kind"] = {f: {k: round(v, 2) for k, v in kinds.items()}
+                              for f, kinds in tree.by_file_kind.items()}
+    (folder / f"{name}.json").write_text(json.dumps(counts))
 
 
 def _summed(folder: Path, part: str) -> dict[str, float]:
@@ -190,3 +209,14 @@ def cpu_by_file(folder: Path) -> dict[str, float]:
 def cpu_by_kind(folder: Path) -> dict[str, float]:
     """Each kind of process's CPU seconds (:data:`KINDS`), summed over the workers, largest first."""
     return _summed(folder, "by_kind")
+
+
+def files_by_kind(folder: Path) -> dict[str, dict[str, float]]:
+    """kind of process -> test file -> the CPU seconds that kind spent in that file's tests,
+    the files largest first."""
+    found: dict[str, dict[str, float]] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        for file, kinds in json.loads(path.read_text()).get("by_file_kind", {}).items():
+            for kind, seconds in kinds.items():
+                found.setdefault(kind, {})[file] = found.get(kind, {}).get(file, 0.0) + seconds
+    return {kind: dict(sorted(files.items(), key=lambda item: -item[1])) for kind, files in found.items()}

@@ -220,7 +220,7 @@ def test_the_cpu_time_is_also_told_by_the_kind_of_process_that_spent_it():
     import psutil
 
     from benchmarks import dev_loop
-    from benchmarks.suite_cpu import PYTEST, TreeCpu
+    from benchmarks.suite_cpu import PYTEST, TreeCpu, program
 
     tree = TreeCpu()
     spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass\ntime.sleep(30)"
@@ -236,10 +236,16 @@ def test_the_cpu_time_is_also_told_by_the_kind_of_process_that_spent_it():
         child.wait()
     assert 0.9 <= tree.by_kind["notebook kernels"] < 1.5, tree.by_kind
     assert tree.by_kind.get(PYTEST, 0.0) < 0.5, tree.by_kind
+    assert program("python3.11", ["/v/bin/python", "-P", "-m", "nbconvert", "x"]) == "python -m nbconvert"
+    assert program("python3", ["python3", "/repo/deploy/hub/user_env.py"]) == "python user_env.py"
+    assert program("bwrap", ["bwrap", "--die-with-parent"]) == "bwrap"
+    assert tree.by_file_kind["test_kernels.py"]["notebook kernels"] == tree.by_kind["notebook kernels"]
     page = dev_loop.report({"commit": "abc1234", "seconds": {"make test": 10}, "files": {"test_a.py": 9.0},
-                            "cpu": {"test_a.py": 4.0}, "cpu_kinds": {"notebook kernels": 3.0, PYTEST: 1.0}},
+                            "cpu": {"test_a.py": 4.0}, "cpu_kinds": {"notebook kernels": 3.0, PYTEST: 1.0},
+                            "cpu_kinds_by_file": {"notebook kernels": {"test_a.py": 2.0, "test_b.py": 1.0}}},
                            "m")
-    assert "| notebook kernels | 3 | 75.0% |" in page and f"| {PYTEST} | 1 | 25.0% |" in page
+    assert "| notebook kernels | 3 | 75.0% | test_a.py 2, test_b.py 1 |" in page
+    assert f"| {PYTEST} | 1 | 25.0% |  |" in page
 
 
 def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
