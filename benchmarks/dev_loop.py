@@ -256,6 +256,9 @@ def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) ->
     return words + ". Most of it: " + ", ".join(f"{name} {cpu[name]:.0f}" for name in largest) + "."
 
 
+SMALLEST_KIND = 5                      # CPU seconds: kinds that spent less share one row
+
+
 def most_of(files: dict[str, float], count: int = 3) -> str:
     """The files that spent the most of one kind's CPU time, with their seconds."""
     return ", ".join(f"{name} {seconds:.0f}" for name, seconds in list(files.items())[:count]
@@ -294,9 +297,14 @@ def report(result: dict, machine: str) -> str:
         lines += ["", "The same CPU time by the kind of process that spent it (told apart by name "
                   "and command line, `benchmarks/suite_cpu.py`'s `KINDS`):", ""]
         where = result.get("cpu_kinds_by_file") or {}
-        lines += [markdown_table(["kind of process", "CPU seconds", "share", "most of it in"],
-                                 [[kind, f"{s:.0f}", f"{100 * s / total:.1f}%", most_of(where.get(kind, {}))]
-                                  for kind, s in kinds.items()])]
+        shown = {kind: s for kind, s in kinds.items() if s >= SMALLEST_KIND}
+        rest = [s for kind, s in kinds.items() if kind not in shown]
+        rows = [[kind, f"{s:.0f}", f"{100 * s / total:.1f}%", most_of(where.get(kind, {}))]
+                for kind, s in shown.items()]
+        if rest:
+            rows.append([f"{len(rest)} other kinds, each under {SMALLEST_KIND} s", f"{sum(rest):.0f}",
+                         f"{100 * sum(rest) / total:.1f}%", ""])
+        lines += [markdown_table(["kind of process", "CPU seconds", "share", "most of it in"], rows)]
     lines += ["", "Each test file's share of the workers' time (set-up, calls and tear-down; "
               f"{worker_total:.0f} s in all, over {jobs} workers)"
               + (", and the CPU time of its processes, more than its seconds where it kept more than one "

@@ -71,7 +71,9 @@ def program(name: str, cmdline: list[str]) -> str:
     name>`` or ``python -c``."""
     if not name.startswith("python") or len(cmdline) < 2:
         return name
-    args = [a for a in cmdline[1:] if a not in ("-P", "-u", "-E", "-I", "-s", "-S", "-B")]
+    args = list(cmdline[1:])
+    while args and args[0] in ("-P", "-u", "-E", "-I", "-s", "-S", "-B", "-W", "-X"):
+        del args[:2 if args[0] in ("-W", "-X") else 1]        # -W and -X take a value
     if args and args[0] == "-m" and len(args) > 1:
         return f"python -m {args[1]}"
     if args and args[0] == "-c":

@@ -239,13 +239,16 @@ def test_the_cpu_time_is_also_told_by_the_kind_of_process_that_spent_it():
     assert program("python3.11", ["/v/bin/python", "-P", "-m", "nbconvert", "x"]) == "python -m nbconvert"
     assert program("python3", ["python3", "/repo/deploy/hub/user_env.py"]) == "python user_env.py"
     assert program("bwrap", ["bwrap", "--die-with-parent"]) == "bwrap"
+    assert program("python3", ["python", "-W", "error", "-m", "build", "x"]) == "python -m build"
     assert tree.by_file_kind["test_kernels.py"]["notebook kernels"] == tree.by_kind["notebook kernels"]
+    kinds = {"notebook kernels": 30.0, PYTEST: 8.0, "other: a": 1.5, "other: b": 0.5}
     page = dev_loop.report({"commit": "abc1234", "seconds": {"make test": 10}, "files": {"test_a.py": 9.0},
-                            "cpu": {"test_a.py": 4.0}, "cpu_kinds": {"notebook kernels": 3.0, PYTEST: 1.0},
-                            "cpu_kinds_by_file": {"notebook kernels": {"test_a.py": 2.0, "test_b.py": 1.0}}},
+                            "cpu": {"test_a.py": 40.0}, "cpu_kinds": kinds,
+                            "cpu_kinds_by_file": {"notebook kernels": {"test_a.py": 20.0, "test_b.py": 10.0}}},
                            "m")
-    assert "| notebook kernels | 3 | 75.0% | test_a.py 2, test_b.py 1 |" in page
-    assert f"| {PYTEST} | 1 | 25.0% |  |" in page
+    assert "| notebook kernels | 30 | 75.0% | test_a.py 20, test_b.py 10 |" in page
+    assert f"| {PYTEST} | 8 | 20.0% |  |" in page
+    assert "| 2 other kinds, each under 5 s | 2 | 5.0% |  |" in page and "other: a" not in page
 
 
 def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
