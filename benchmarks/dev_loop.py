@@ -242,9 +242,11 @@ def quietness_words(quiet: dict | None) -> str:
                if "cores_busy" in quiet else ""))
 
 
-def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) -> str:
+def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int,
+              step_cpu: float | None = None) -> str:
     """What the suite's CPU time means for its wall time: no schedule on ``cores`` cores can finish
-    the work in less than the CPU time over the cores."""
+    the work in less than the CPU time over the cores. ``step_cpu``: what the whole step spent
+    (every process on the machine but those older than it), of which the sampler saw ``cpu``."""
     total = sum(cpu.values())
     largest = [name for name in cpu if name != BETWEEN][:3]
     words = (f"The suite's processes spent {total:.0f} CPU-seconds ({cpu.get(BETWEEN, 0):.0f} of them "
@@ -253,7 +255,13 @@ def cpu_words(cpu: dict[str, float], suite_seconds: float | None, cores: int) ->
              f"on {cores} cores no schedule finishes that work in under {total / cores:.0f} s")
     if suite_seconds:
         words += f"; this run's `make test` took {suite_seconds:.0f} s, the install included"
-    return words + ". Most of it: " + ", ".join(f"{name} {cpu[name]:.0f}" for name in largest) + "."
+    words += ". Most of it: " + ", ".join(f"{name} {cpu[name]:.0f}" for name in largest) + "."
+    if step_cpu:
+        words += (f" The whole step spent {step_cpu:.0f} CPU-seconds (every process on the machine "
+                  f"but those already running before it): {max(0.0, step_cpu - total):.0f} of them "
+                  "escaped the sampler (what it misses, above, and what ran outside the workers: "
+                  "the install, pytest's start-up).")
+    return words
 
 
 SMALLEST_KIND = 5                      # CPU seconds: kinds that spent less share one row
@@ -290,7 +298,9 @@ def report(result: dict, machine: str) -> str:
         lines += ["", note]
     cpu = result.get("cpu") or {}
     if cpu:
-        lines += ["", cpu_words(cpu, seconds.get("make test"), len(os.sched_getaffinity(0)))]
+        quiet = result.get("quiet") or {}
+        step_cpu = quiet.get("machine_cpu_seconds", 0.0) - quiet.get("others_cpu_seconds", 0.0)
+        lines += ["", cpu_words(cpu, seconds.get("make test"), len(os.sched_getaffinity(0)), step_cpu)]
     kinds = result.get("cpu_kinds") or {}
     if kinds:
         total = sum(kinds.values())

@@ -15,12 +15,12 @@ only, never by its children's (which would count them twice once they are reaped
 escapes: what a process spends after its last look (so a process that lives less than
 ``SAMPLE_EVERY`` escapes whole), a process whose parent ended first (it leaves the tree),
 pytest's start-up before the plugin is configured, and the xdist controller's own time (its tree
-holds the workers', which count themselves). At the end each process writes ``{test file: CPU seconds}`` to
-``FOLDER/<worker>.json``; ``"(between tests)"`` holds what was spent outside any test's set-up,
-call and tear-down (a session fixture's tear-down counts for the last test's file). Beside it,
-``{kind of process: CPU seconds}`` (:data:`KINDS`: notebook kernels, the browser, the hub's
-servers ...), told apart by each process's name and command line when it is first seen:
-:func:`cpu_by_kind` sums those.
+holds the workers', which count themselves). At the end each process writes to
+``FOLDER/<worker>.json`` its CPU seconds three ways: by test file (``"(between tests)"``: what was
+spent outside any test's set-up, call and tear-down; a session fixture's tear-down counts for the
+last test's file), by kind of process (:data:`KINDS`: notebook kernels, the browser, the hub's
+servers ..., told apart by each process's name and command line when it is first seen), and by
+both. :func:`cpu_by_file`, :func:`cpu_by_kind` and :func:`files_by_kind` sum the workers' files.
 """
 from __future__ import annotations
 
@@ -44,10 +44,11 @@ KINDS = (("notebook kernels", ("ipykernel",)),
          ("Dask scheduler and workers", ("dask",)),
          ("JupyterHub, its proxy and users' servers", ("jupyterhub", "configurable-http-proxy",
                                                        "jupyter-server", "jupyter_server")),
-         ("nbgrader commands", ("nbgrader",)),
-         ("package installs and builds (pip, venv)", ("-m pip ", "bin/pip ", "-m venv ", "-m build ")),
+         ("nbgrader commands and their gradebook migrations", ("nbgrader", "alembic")),
+         ("package installs and builds (pip, venv)", ("-m pip ", "bin/pip ", "-m venv ", "-m build ",
+                                                      "_in_process.py")),
          ("book builds (Jupyter Book, Sphinx)", ("jupyter-book", "jupyter_book", "sphinx")),
-         ("Node.js (npm)", ("node", "npm")))
+         ("Node.js (Playwright's driver, npm)", ("node", "npm")))
 PYTEST = "the test processes (pytest)"
 
 
@@ -220,5 +221,6 @@ def files_by_kind(folder: Path) -> dict[str, dict[str, float]]:
     for path in sorted(Path(folder).glob("*.json")):
         for file, kinds in json.loads(path.read_text()).get("by_file_kind", {}).items():
             for kind, seconds in kinds.items():
-                found.setdefault(kind, {})[file] = found.get(kind, {}).get(file, 0.0) + seconds
+                files = found.setdefault(kind, {})
+                files[file] = files.get(file, 0.0) + seconds
     return {kind: dict(sorted(files.items(), key=lambda item: -item[1])) for kind, files in found.items()}

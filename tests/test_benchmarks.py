@@ -264,3 +264,6 @@ def test_the_dev_loop_page_states_each_files_cpu_time_and_the_floor_it_sets():
     cores = len(os.sched_getaffinity(0))
     assert (f"spent 2000 CPU-seconds (100 of them outside any test" in page
             and f"on {cores} cores no schedule finishes that work in under {2000 / cores:.0f} s" in page)
+    result["quiet"] = {"machine_cpu_seconds": 2500.0, "others_cpu_seconds": 50.0, "load_averages": [2.0]}
+    assert "The whole step spent 2450 CPU-seconds" in dev_loop.report(result, "m")
+    assert "450 of them escaped the sampler" in dev_loop.report(result, "m")
