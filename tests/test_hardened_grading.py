@@ -801,3 +801,36 @@ def test_a_worker_killed_mid_batch_loses_nobody(cluster, graded):
         batch.join(timeout=600)
     assert comparable(outcome["results"]) == comparable(graded["results"][s] for s in KILL_BATCH)
     assert not list(cluster.tmp.glob(BATCH_PREFIX + "*"))    # w3's folder was swept by the others
+
+
+def test_a_course_copy_the_scheduler_forgets_mid_batch_loses_nobody(cluster, tmp_path):
+    """The course's copy forgotten by the scheduler while a batch runs (a worker's death racing
+    the count of its copies did it once in CI: the batch stopped on "cancelled for reason: already
+    forgotten"): the tasks that went with it are sent again, with the course shared again, and
+    every student is graded once, in full."""
+    from distributed import Future
+
+    course = harness.make_course(tmp_path / "course", REPO / "source" / "lab8", "lab8")
+    harness.generate(course, "lab8")
+    solution = REPO / "solutions" / "lab8" / "lab8.ipynb"
+    students = {s: harness.submit(course, "lab8", s, solution) / "lab8.ipynb" for s in ("ann", "bea", "cy")}
+    run = GradingRun(course.root, "lab8", seed=5, limits=LIMITS)
+    outcome = {}
+    with DaskWorkers(cluster.address) as workers:
+        batch = threading.Thread(target=lambda: outcome.update(
+            results=grade_batch(run, students=students, executor=workers)), daemon=True)
+        batch.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                str(k).startswith("grade-") for keys in workers.client.processing().values() for k in keys):
+            time.sleep(0.2)
+        copies = [k for k in workers.client.who_has() if not str(k).startswith("grade-")]
+        assert copies, "the course was not shared"
+        workers.client.cancel([Future(k, workers.client) for k in copies], force=True)
+        batch.join(timeout=600)
+        again = workers.client.run_on_scheduler(lambda dask_scheduler: sorted(
+            {str(t[0]) for t in dask_scheduler.transition_log if "-again" in str(t[0])}))
+    assert again, "no submission was sent again"
+    results = {r.student: r for r in outcome["results"]}
+    assert set(results) == set(students)
+    assert all(r.score == FULL and not r.fault and r.error == "" for r in results.values()), results

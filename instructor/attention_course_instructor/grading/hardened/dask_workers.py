@@ -9,7 +9,10 @@ notebooks, the feedback and the report are written afterwards by the submitting 
 once (:mod:`~.record`).
 
 Faults. A worker that dies in the middle of a submission: Dask runs its tasks again on another
-worker, and results are collected once per student, so every student is graded exactly once. A
+worker, and results are collected once per student, so every student is graded exactly once; a
+task the scheduler forgets (or whose course copy it forgets; seen once after a worker's death) is
+sent again with the course shared again, and after ``RESUBMITS`` tries is the grader's fault, never a
+zero. A
 submission that kills its kernel or loops is stopped by the sandbox's limits and scored zero with
 the reason; the worker carries on. The scheduler unreachable, no worker, or a worker that cannot
 sandbox: :class:`ClusterRefused`, raised before anything is graded or written.
@@ -34,6 +37,7 @@ from attention_course_instructor.grading.hardened.score import SubmissionGrade
 
 SKIP = ("__pycache__", ".ipynb_checkpoints")
 CONNECT_SECONDS = 10
+RESUBMITS = 2          # a submission whose task the scheduler lost is sent again at most this often
 
 
 class ClusterRefused(RuntimeError):
@@ -151,26 +155,49 @@ class DaskWorkers:
         return missing
 
     def grade(self, run, students: dict[str, Path]) -> list[SubmissionGrade]:
+        from concurrent.futures import CancelledError
+
         from distributed import KilledWorker
 
         self.check_workers(run.use_sandbox)
         bundle = self.share_course(run)
         job_run, batch = run_to_dict(run), uuid.uuid4().hex[:8]
-        futures = {student: self.client.submit(grade_on_worker, bundle, job_run, student,
-                                               submission_files(Path(path)), pure=False,
-                                               key=f"grade-{run.assignment}-{student}-{batch}")
-                   for student, path in students.items()}
+
+        def submit(student: str, attempt: int = 0):
+            return self.client.submit(grade_on_worker, bundle, job_run, student,
+                                      submission_files(Path(students[student])), pure=False,
+                                      key=f"grade-{run.assignment}-{student}-{batch}"
+                                          + (f"-again{attempt}" if attempt else ""))
+
+        futures = {student: submit(student) for student in students}
+        sent = dict.fromkeys(students, 0)                # how often each was sent again
         results = {}
         try:
-            for student, future in futures.items():
-                try:
-                    results[student] = result_from_dict(future.result())
-                except KilledWorker:
-                    results[student] = SubmissionGrade(
-                        student, error="Dask workers died repeatedly while grading this submission: "
-                                       "zero, to be reviewed")
-                except SandboxMissing as exc:
-                    raise ClusterRefused(f"a worker that joined during the batch was refused: {exc}") from None
+            for student in students:
+                while student not in results:
+                    try:
+                        results[student] = result_from_dict(futures[student].result())
+                    except KilledWorker:
+                        results[student] = SubmissionGrade(
+                            student, error="Dask workers died repeatedly while grading this submission: "
+                                           "zero, to be reviewed")
+                    except SandboxMissing as exc:
+                        raise ClusterRefused(f"a worker that joined during the batch was refused: {exc}") from None
+                    except CancelledError as exc:
+                        # the scheduler forgot the task or the course copy it needs (seen once
+                        # in CI right after a worker was killed: "already forgotten"): the course
+                        # is shared again and every submission whose task is gone sent again --
+                        # after RESUBMITS, the grader's fault (no score recorded), never a zero
+                        if sent[student] >= RESUBMITS:
+                            why = f"grader fault: the Dask scheduler lost this submission's task ({exc})"
+                            results[student] = SubmissionGrade(student, fault=why, error=why)
+                            continue
+                        bundle = self.share_course(run)
+                        for other in students:
+                            if other not in results and (other == student or futures[other].cancelled()):
+                                self.client.cancel([futures[other]])
+                                sent[other] += 1
+                                futures[other] = submit(other, sent[other])
         finally:
             self.client.cancel(list(futures.values()))
         return [results[s] for s in students]
