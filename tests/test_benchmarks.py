@@ -2,6 +2,7 @@
 read, trained or run until a module's ``main``."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -188,6 +189,24 @@ def test_the_dev_loop_charges_each_file_the_cpu_time_of_its_process_tree(tmp_pat
     assert spent["test_sleeps.py"] < 0.5, spent
 
 
+@contextlib.contextmanager
+def one_cpu_second_spent(*words: str):
+    """A child process (``words`` on its command line) that has spun for one CPU-second when the
+    block starts, and then sleeps until the block ends."""
+    import psutil
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 1: pass\ntime.sleep(30)", *words])
+    try:
+        deadline = time.monotonic() + 30
+        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.95 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_clock_step_does_not_count_a_process_again(monkeypatch):
     """The system clock stepped between two looks (psutil then gives every process a new start
     time): a child that spent 1 CPU-second is still charged it once."""
@@ -196,20 +215,12 @@ def test_a_clock_step_does_not_count_a_process_again(monkeypatch):
     from benchmarks.suite_cpu import TreeCpu
 
     tree = TreeCpu()
-    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                              "while time.process_time() - t < 1: pass\ntime.sleep(30)"])
-    try:
-        tree.now_running("test_spins.py")
-        deadline = time.monotonic() + 30
-        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.95 and time.monotonic() < deadline:
-            time.sleep(0.1)
+    tree.now_running("test_spins.py")
+    with one_cpu_second_spent():
         tree.sample()
         stepped = psutil.boot_time() + 3600.0
         monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: stepped)
         tree.sample()
-    finally:
-        child.kill()
-        child.wait()
     assert 0.9 <= tree.by_file["test_spins.py"] < 1.5, tree.by_file
 
 
@@ -217,23 +228,13 @@ def test_the_cpu_time_is_also_told_by_the_kind_of_process_that_spent_it():
     """A child whose command line names the kernel launcher spins for one CPU-second: it is
     charged to the notebook kernels, not to the test process that started it; the report lists
     the kinds with their shares."""
-    import psutil
-
     from benchmarks import dev_loop
     from benchmarks.suite_cpu import PYTEST, TreeCpu, program
 
     tree = TreeCpu()
-    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass\ntime.sleep(30)"
-    child = subprocess.Popen([sys.executable, "-c", spin, "-m", "ipykernel_launcher"])
-    try:
-        tree.now_running("test_kernels.py")
-        deadline = time.monotonic() + 30
-        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.95 and time.monotonic() < deadline:
-            time.sleep(0.1)
+    tree.now_running("test_kernels.py")
+    with one_cpu_second_spent("-m", "ipykernel_launcher"):
         tree.sample()
-    finally:
-        child.kill()
-        child.wait()
     assert 0.9 <= tree.by_kind["notebook kernels"] < 1.5, tree.by_kind
     assert tree.by_kind.get(PYTEST, 0.0) < 0.5, tree.by_kind
     assert program("python3.11", ["/v/bin/python", "-P", "-m", "nbconvert", "x"]) == "python -m nbconvert"

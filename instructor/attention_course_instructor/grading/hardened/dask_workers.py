@@ -162,10 +162,11 @@ class DaskWorkers:
         self.check_workers(run.use_sandbox)
         bundle = self.share_course(run)
         job_run, batch = run_to_dict(run), uuid.uuid4().hex[:8]
+        sent_files = {student: submission_files(Path(path)) for student, path in students.items()}
 
-        def submit(student: str, attempt: int = 0):
+        def submit(student: str, attempt: int = 0):               # a task sent again: same bytes
             return self.client.submit(grade_on_worker, bundle, job_run, student,
-                                      submission_files(Path(students[student])), pure=False,
+                                      sent_files[student], pure=False,
                                       key=f"grade-{run.assignment}-{student}-{batch}"
                                           + (f"-again{attempt}" if attempt else ""))
 
